@@ -1,0 +1,25 @@
+-- Give back one hold; the last hold deletes the lock.
+-- KEYS[1] lock hash, KEYS[2] fence hash
+-- ARGV owner, fence, requestId
+-- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
+-- the lease had already expired or changed hands.
+local lock, fenceKey = KEYS[1], KEYS[2]
+local owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]
+local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
+if cur[1] == owner and cur[2] == fence then
+  local holds = tonumber(cur[3])
+  if redis.call('HSETNX', lock, seen, 1) == 0 then
+    return {1, holds}
+  end
+  if holds > 1 then
+    return {1, redis.call('HINCRBY', lock, 'holds', -1)}
+  end
+  redis.call('DEL', lock)
+  -- Remembered so that a retry of this release reports "released", not "expired".
+  redis.call('HSET', fenceKey, 'released', fence)
+  return {1, 0}
+end
+if redis.call('HGET', fenceKey, 'released') == fence then
+  return {1, 0}
+end
+return {0}

@@ -1,0 +1,72 @@
+/** Base class of every error fencelock throws; `code` is stable, the message is for people. */
+export class LockError extends Error {
+  override readonly name: string = "LockError";
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** `acquire` waited `waitMs` and the lock stayed busy. */
+export class LockTimeoutError extends LockError {
+  override readonly name = "LockTimeoutError";
+  readonly lockName: string;
+  readonly waitedMs: number;
+  constructor(lockName: string, waitedMs: number) {
+    super(
+      "LOCK_TIMEOUT",
+      `Lock "${lockName}" stayed busy for ${waitedMs} ms. Raise waitMs, or use tryAcquire() to fail fast.`,
+    );
+    this.lockName = lockName;
+    this.waitedMs = waitedMs;
+  }
+}
+
+/** The lease expired or passed to someone else; work done under it must stop. */
+export class LockLostError extends LockError {
+  override readonly name = "LockLostError";
+  readonly lockName: string;
+  readonly fence: number;
+  constructor(lockName: string, fence: number, why: string) {
+    super("LOCK_LOST", `Lease on "${lockName}" (fence ${fence}) is no longer held: ${why}.`);
+    this.lockName = lockName;
+    this.fence = fence;
+  }
+}
+
+/** A write carried a fence lower than one the storage has already seen. */
+export class StaleFenceError extends LockError {
+  override readonly name = "StaleFenceError";
+  readonly fence: number;
+  readonly highestFence: number;
+  constructor(resource: string, fence: number, highestFence: number) {
+    super(
+      "STALE_FENCE",
+      `Write to "${resource}" with fence ${fence} rejected: fence ${highestFence} was already seen.`,
+    );
+    this.fence = fence;
+    this.highestFence = highestFence;
+  }
+}
+
+/** An option, lock name, owner or fence was invalid; nothing was sent to Redis. */
+export class LockConfigError extends LockError {
+  override readonly name = "LockConfigError";
+  readonly issues: readonly string[];
+  constructor(what: string, issues: readonly string[]) {
+    super("LOCK_CONFIG", `Invalid ${what}: ${issues.join("; ")}`);
+    this.issues = issues;
+  }
+}
+
+/**
+ * Redis could not be reached, timed out, or refused the request. Unlike a busy lock,
+ * the outcome is unknown: an acquire may have landed and will then lapse on its own.
+ */
+export class LockUnavailableError extends LockError {
+  override readonly name = "LockUnavailableError";
+  constructor(message: string) {
+    super("LOCK_UNAVAILABLE", message);
+  }
+}

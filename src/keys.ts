@@ -1,0 +1,42 @@
+import { LockConfigError } from "./errors.ts";
+
+/** Longest lock or resource name accepted, in UTF-16 code units. */
+export const MAX_NAME_LENGTH = 512;
+
+// A lone surrogate cannot be encoded as UTF-8: two different names would reach
+// Redis as the same bytes (U+FFFD), so they are refused rather than merged.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Throws LockConfigError unless `name` is a usable lock or resource name. */
+export function checkName(name: unknown, what = "lock name"): string {
+  if (typeof name !== "string") {
+    throw new LockConfigError(what, [`expected a string, got ${typeof name}`]);
+  }
+  if (name.length === 0) throw new LockConfigError(what, ["must not be empty"]);
+  if (name.length > MAX_NAME_LENGTH) {
+    throw new LockConfigError(what, [`${name.length} characters is over the limit of ${MAX_NAME_LENGTH}`]);
+  }
+  if (LONE_SURROGATE.test(name)) {
+    throw new LockConfigError(what, ["contains an unpaired UTF-16 surrogate"]);
+  }
+  return name;
+}
+
+/**
+ * Escapes `%`, `{` and `}` so a name can never open or close a hash tag; escaping
+ * `%` itself keeps the mapping one-to-one, so distinct names get distinct keys.
+ */
+export function escapeName(name: string): string {
+  return name.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+export interface LockKeys {
+  readonly lock: string;
+  readonly fence: string;
+}
+
+/** Both keys of one lock share a hash tag, so every script touches a single cluster slot. */
+export function lockKeys(prefix: string, name: string): LockKeys {
+  const tag = `${prefix}:{${escapeName(name)}}`;
+  return { lock: `${tag}:lock`, fence: `${tag}:fence` };
+}

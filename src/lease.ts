@@ -1,0 +1,118 @@
+import { LockLostError } from "./errors.ts";
+
+export type ReleaseOutcome = "released" | "expired";
+
+/** What a Lease asks of its lock set; kept apart so the Lease knows nothing of Redis. */
+export interface LeaseBackend {
+  /** Extends the lease; the server's new TTL in ms, or null when no longer held. */
+  heartbeat(lease: Lease, leaseMs: number): Promise<number | null>;
+  release(lease: Lease, requestId: string): Promise<ReleaseOutcome>;
+  newToken(): string;
+}
+
+export interface LeaseInit {
+  readonly name: string;
+  readonly owner: string;
+  readonly fence: number;
+  readonly leaseMs: number;
+  /** performance.now() deadline; undefined for a resumed lease not yet confirmed. */
+  readonly validUntil: number | undefined;
+}
+
+/** Clock drift allowance: a lease is trusted for slightly less than its TTL. */
+export function driftMs(leaseMs: number): number {
+  return leaseMs * 0.01 + 2;
+}
+
+/**
+ * A held lock. `fence` is the token to hand to downstream storage; `signal` aborts
+ * when the lease lapses, is lost or is released, so fetches made under it stop too.
+ */
+export class Lease implements AsyncDisposable {
+  readonly name: string;
+  readonly fence: number;
+  readonly #owner: string;
+  readonly #leaseMs: number;
+  readonly #backend: LeaseBackend;
+  readonly #controller = new AbortController();
+  readonly #releaseId: string;
+  #validUntil: number | undefined;
+  #release: Promise<ReleaseOutcome> | undefined;
+
+  constructor(init: LeaseInit, backend: LeaseBackend) {
+    this.name = init.name;
+    this.fence = init.fence;
+    this.#owner = init.owner;
+    this.#leaseMs = init.leaseMs;
+    this.#backend = backend;
+    // One id for every try of this lease's release, so a retried release is a no-op.
+    this.#releaseId = backend.newToken();
+    this.#extendTo(init.validUntil);
+  }
+
+  /** Secret owner token: pass it to resume() or acquire({ owner }); never log it. */
+  get owner(): string {
+    return this.#owner;
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Milliseconds this lease can still be trusted, by the local monotonic clock; 0 once lapsed. */
+  remainingMs(): number {
+    if (this.#validUntil === undefined || this.signal.aborted) return 0;
+    return Math.max(0, this.#validUntil - performance.now());
+  }
+
+  /** Extends the lease by its full length. Throws LockLostError when it is no longer held. */
+  async heartbeat(): Promise<void> {
+    if (this.signal.aborted) throw this.signal.reason;
+    if (this.#validUntil !== undefined && this.remainingMs() === 0) {
+      throw this.#lose("it lapsed before this heartbeat");
+    }
+    const sentAt = performance.now();
+    const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs);
+    if (ttlMs === null) throw this.#lose("it expired or passed to another holder");
+    this.#extendTo(sentAt + ttlMs - driftMs(this.#leaseMs));
+  }
+
+  /**
+   * Gives the hold back. Resolves "released", or "expired" when the lease had already
+   * lapsed; never throws for a lease that is not held. Calling it again is harmless.
+   */
+  release(): Promise<ReleaseOutcome> {
+    this.#release ??= this.#backend.release(this, this.#releaseId).then(
+      (outcome) => {
+        this.#lose("it was released");
+        return outcome;
+      },
+      (error: unknown) => {
+        this.#release = undefined;
+        throw error;
+      },
+    );
+    return this.#release;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  #lose(why: string): LockLostError {
+    const error = new LockLostError(this.name, this.fence, why);
+    if (!this.signal.aborted) this.#controller.abort(error);
+    return this.signal.reason as LockLostError;
+  }
+
+  #extendTo(validUntil: number | undefined): void {
+    this.#validUntil = validUntil;
+    if (validUntil === undefined) return;
+    const waitMs = Math.max(0, Math.ceil(validUntil - performance.now()));
+    // A timeout signal keeps no process alive; an earlier one finding the lease
+    // extended does nothing, so there is nothing to cancel on heartbeat.
+    AbortSignal.timeout(waitMs).addEventListener("abort", () => {
+      if (this.remainingMs() === 0) this.#lose("it lapsed without a heartbeat");
+    }, { once: true });
+  }
+}

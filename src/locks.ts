@@ -1,0 +1,179 @@
+import { LockConfigError, LockTimeoutError, LockUnavailableError } from "./errors.ts";
+import { checkName, lockKeys } from "./keys.ts";
+import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
+import {
+  acquireOptionsSchema, locksOptionsSchema, parseOptions, tryAcquireOptionsSchema,
+  type AcquireOptions, type LocksConfig, type LocksOptions, type TryAcquireOptions,
+} from "./options.ts";
+import { runScript } from "./redis.ts";
+import * as scripts from "./scripts.gen.ts";
+import { retryDelayMs, sleep } from "./wait.ts";
+
+/** How long a lock's fence record outlives the lease, so a late retry of release still finds it. */
+const RETRY_WINDOW_MS = 60_000;
+
+/** A lock's state as anyone may see it; the owner is never revealed. */
+export interface LockState {
+  held: boolean;
+  /** The holder's fence, or the last one minted when free (null if none is remembered). */
+  fence: number | null;
+  remainingMs: number;
+  holds: number;
+}
+
+export interface HeldLease {
+  name: string;
+  owner: string;
+  fence: number;
+}
+
+export interface Locks {
+  /** Waits up to `waitMs` for the lock; throws LockTimeoutError if it stays busy. */
+  acquire(name: string, options?: AcquireOptions): Promise<Lease>;
+  /** One attempt: the lease, or null when the lock is busy. */
+  tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null>;
+  /** Runs `fn` under the lock and releases it afterwards, whether `fn` returned or threw. */
+  withLock<T>(name: string, fn: (lease: Lease) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
+  /** Continues a lease taken in another invocation; call heartbeat() to confirm it. */
+  resume(held: HeldLease): Lease;
+  inspect(name: string): Promise<LockState>;
+}
+
+/** Owner tokens and request ids: 128 random bits from Web Crypto, as hex. */
+function newToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Creates a lock set over one Redis.
+ *
+ * @example
+ * const locks = createLocks({ redis: Redis.fromEnv(), prefix: "app", leaseMs: 10_000 });
+ * await locks.withLock("order:42", async (lease) => {
+ *   await chargeCard(order, { fence: lease.fence, signal: lease.signal });
+ * });
+ */
+export function createLocks(options: LocksOptions): Locks {
+  const config = parseOptions(locksOptionsSchema, options, "createLocks options");
+  const run = (script: scripts.LuaScript, name: string, args: string[], owner: string) => {
+    const keys = lockKeys(config.prefix, name);
+    return runScript(config.redis, script, [keys.lock, keys.fence], args, {
+      timeoutMs: config.timeoutMs,
+      secrets: [owner],
+    });
+  };
+  const backend = leaseBackend(run);
+  const attempt = attemptAcquire(run, backend);
+
+  async function acquireWithin(name: string, opts: AcquireOptions, waitMs: number): Promise<Lease | null> {
+    const leaseMs = opts.leaseMs ?? config.leaseMs;
+    const owner = opts.owner ?? newToken();
+    // The same request id on every attempt: an attempt that landed unseen is not counted twice.
+    const requestId = newToken();
+    const deadline = performance.now() + waitMs;
+    for (let tries = 0; ; tries++) {
+      opts.signal?.throwIfAborted();
+      const outcome = await attempt(name, owner, requestId, leaseMs);
+      if (outcome instanceof Lease) return keepUnlessAborted(outcome, opts.signal);
+      const budgetMs = deadline - performance.now();
+      if (budgetMs <= 0) return null;
+      await sleep(retryDelayMs(tries, outcome.busyForMs, budgetMs), opts.signal);
+    }
+  }
+
+  async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {
+    checkName(name);
+    const opts = parseOptions(acquireOptionsSchema, options, "acquire options");
+    const waitMs = opts.waitMs ?? config.waitMs;
+    const lease = await acquireWithin(name, opts, waitMs);
+    if (lease === null) throw new LockTimeoutError(name, waitMs);
+    return lease;
+  }
+
+  async function tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null> {
+    checkName(name);
+    return acquireWithin(name, parseOptions(tryAcquireOptionsSchema, options, "tryAcquire options"), 0);
+  }
+
+  async function withLock<T>(name: string, fn: (lease: Lease) => Promise<T> | T, options?: AcquireOptions) {
+    const lease = await acquire(name, options);
+    try {
+      return await fn(lease);
+    } finally {
+      // A failed release must not replace fn's outcome; the lease lapses by its TTL anyway.
+      await lease.release().catch(() => undefined);
+    }
+  }
+
+  function resume(held: HeldLease): Lease {
+    const { name, owner, fence } = checkHeld(held);
+    return new Lease({ name, owner, fence, leaseMs: config.leaseMs, validUntil: undefined }, backend);
+  }
+
+  async function inspect(name: string): Promise<LockState> {
+    checkName(name);
+    const [held = 0, fence = 0, ttl = 0, holds = 0] = await run(scripts.inspect, name, [], "");
+    return { held: held === 1, fence: fence > 0 ? fence : null, remainingMs: Math.max(0, ttl), holds };
+  }
+
+  return { acquire, tryAcquire, withLock, resume, inspect };
+}
+
+type Run = (script: scripts.LuaScript, name: string, args: string[], owner: string) => Promise<number[]>;
+
+function leaseBackend(run: Run): LeaseBackend {
+  return {
+    newToken,
+    async heartbeat(lease, leaseMs) {
+      const args = [lease.owner, String(lease.fence), String(leaseMs), String(leaseMs + RETRY_WINDOW_MS)];
+      const [extended, ttl = 0] = await run(scripts.heartbeat, lease.name, args, lease.owner);
+      return extended === 1 ? ttl : null;
+    },
+    async release(lease, requestId): Promise<ReleaseOutcome> {
+      const args = [lease.owner, String(lease.fence), requestId];
+      const [released] = await run(scripts.release, lease.name, args, lease.owner);
+      return released === 1 ? "released" : "expired";
+    },
+  };
+}
+
+function attemptAcquire(run: Run, backend: LeaseBackend) {
+  return async function attempt(name: string, owner: string, requestId: string, leaseMs: number) {
+    const sentAt = performance.now();
+    const args = [owner, requestId, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS)];
+    const [held, fenceOrTtl = 0, , ttl = 0] = await run(scripts.acquire, name, args, owner);
+    if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl) };
+    if (!Number.isSafeInteger(fenceOrTtl) || fenceOrTtl <= 0) {
+      throw new LockUnavailableError(`Redis returned an invalid fence for "${name}"; is the data under this prefix ours?`);
+    }
+    const validUntil = sentAt + ttl - driftMs(leaseMs);
+    const lease = new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);
+    // A reply that took most of the lease to arrive is of no use: give it back.
+    if (lease.remainingMs() < leaseMs / 10) {
+      await lease.release().catch(() => undefined);
+      return { busyForMs: 0 };
+    }
+    return lease;
+  };
+}
+
+async function keepUnlessAborted(lease: Lease, signal: AbortSignal | undefined): Promise<Lease> {
+  if (signal?.aborted) {
+    await lease.release().catch(() => undefined);
+    signal.throwIfAborted();
+  }
+  return lease;
+}
+
+function checkHeld(held: HeldLease): HeldLease {
+  const { name, owner, fence } = held ?? {};
+  checkName(name);
+  if (typeof owner !== "string" || !/^[0-9a-f]{32}$/.test(owner)) {
+    throw new LockConfigError("lease to resume", ["owner: expected lease.owner, 32 hex characters"]);
+  }
+  if (!Number.isSafeInteger(fence) || fence <= 0) {
+    throw new LockConfigError("lease to resume", ["fence: expected lease.fence, a positive safe integer"]);
+  }
+  return { name, owner, fence };
+}

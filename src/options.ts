@@ -1,0 +1,65 @@
+import * as z from "zod/mini";
+import { LockConfigError } from "./errors.ts";
+import type { RedisClient } from "./redis.ts";
+
+// zod/mini ships no message locale, so every check names its own fix.
+const ms = (min: number, max: number) =>
+  z.number("expected a number of milliseconds").check(
+    z.int("must be a whole number of milliseconds"),
+    z.minimum(min, `must be at least ${min} ms`),
+    z.maximum(max, `must be at most ${max} ms`),
+  );
+
+const redisClient = z.custom<RedisClient>(
+  (v) =>
+    typeof v === "object" && v !== null &&
+    typeof (v as RedisClient).evalsha === "function" && typeof (v as RedisClient).eval === "function",
+  "expected a Redis client with eval() and evalsha(), such as new Redis({ url, token }) from @upstash/redis",
+);
+
+const prefix = z.string("expected a string").check(
+  z.regex(/^[A-Za-z0-9_.:-]{1,64}$/, "use 1-64 characters from A-Z a-z 0-9 _ . : -"),
+);
+
+export const locksOptionsSchema = z.strictObject({
+  redis: redisClient,
+  /** Namespace for every key; change it to run independent lock sets on one Redis. */
+  prefix: z._default(prefix, "fencelock"),
+  /** Lease length. Short leases bound how long a crashed holder blocks others. */
+  leaseMs: z._default(ms(100, 3_600_000), 10_000),
+  /** How long acquire() waits for a busy lock by default. */
+  waitMs: z._default(ms(0, 600_000), 5_000),
+  /** Budget for one Redis request, client retries included; past it: LockUnavailableError. */
+  timeoutMs: z._default(ms(50, 60_000), 3_000),
+}, "expected an options object");
+
+export type LocksOptions = z.input<typeof locksOptionsSchema>;
+export type LocksConfig = z.output<typeof locksOptionsSchema>;
+
+export const acquireOptionsSchema = z.strictObject({
+  waitMs: z.optional(ms(0, 600_000)),
+  leaseMs: z.optional(ms(100, 3_600_000)),
+  /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
+  owner: z.optional(z.string("expected a string").check(z.regex(/^[0-9a-f]{32}$/, "expected lease.owner: 32 hex characters"))),
+  signal: z.optional(z.custom<AbortSignal>((v) => v instanceof AbortSignal, "expected an AbortSignal")),
+}, "expected an options object");
+
+export type AcquireOptions = z.input<typeof acquireOptionsSchema>;
+
+/** Parses untrusted input once; the caller's object is never mutated. */
+export function parseOptions<S extends z.ZodMiniType>(schema: S, input: unknown, what: string): z.output<S> {
+  const result = z.safeParse(schema, input ?? {});
+  if (result.success) return result.data;
+  throw new LockConfigError(what, result.error.issues.map(describeIssue));
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys") {
+    return `unknown option ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
+  }
+  return issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message;
+}
+
+export const tryAcquireOptionsSchema = z.omit(acquireOptionsSchema, { waitMs: true });
+
+export type TryAcquireOptions = z.input<typeof tryAcquireOptionsSchema>;

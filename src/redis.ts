@@ -1,0 +1,76 @@
+import { LockUnavailableError } from "./errors.ts";
+import type { LuaScript } from "./scripts.gen.ts";
+
+/**
+ * The two calls fencelock needs from a Redis client. `new Redis(...)` from
+ * `@upstash/redis` fits it as is; so does any client with the same two methods.
+ */
+export interface RedisClient {
+  evalsha<TArgs extends unknown[], TData = unknown>(sha1: string, keys: string[], args: TArgs): Promise<TData>;
+  eval<TArgs extends unknown[], TData = unknown>(script: string, keys: string[], args: TArgs): Promise<TData>;
+}
+
+export interface RunOptions {
+  readonly timeoutMs: number;
+  /** Strings (owner tokens) that must never appear in an error message. */
+  readonly secrets?: readonly string[];
+}
+
+/** Runs a script: EVALSHA first, EVAL only when the server answers NOSCRIPT. */
+export async function runScript(
+  redis: RedisClient,
+  script: LuaScript,
+  keys: string[],
+  args: string[],
+  { timeoutMs, secrets = [] }: RunOptions,
+): Promise<number[]> {
+  const call = async () => {
+    try {
+      return await redis.evalsha<string[], unknown>(script.sha1, keys, args);
+    } catch (error) {
+      if (!messageOf(error).includes("NOSCRIPT")) throw error;
+      return await redis.eval<string[], unknown>(script.text, keys, args);
+    }
+  };
+  let reply: unknown;
+  try {
+    reply = await withTimeout(call(), timeoutMs);
+  } catch (error) {
+    throw unavailable(error, script, timeoutMs, secrets);
+  }
+  if (!Array.isArray(reply) || !reply.every((n) => typeof n === "number")) {
+    throw new LockUnavailableError(`Redis gave an unexpected reply to ${script.name}; is this endpoint a Redis?`);
+  }
+  return reply;
+}
+
+class RequestTimeout extends Error {}
+
+// The client's own retries go on in the background after the timeout; their late
+// result is ignored, and a lease they might create lapses by its TTL.
+function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RequestTimeout()), timeoutMs);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function unavailable(error: unknown, script: LuaScript, timeoutMs: number, secrets: readonly string[]) {
+  if (error instanceof RequestTimeout) {
+    return new LockUnavailableError(
+      `Redis did not answer ${script.name} within ${timeoutMs} ms (timeoutMs). Check the Redis URL and network.`,
+    );
+  }
+  // @upstash/redis appends the whole command (owner token included) to its messages.
+  let reason = messageOf(error).replace(/,? ?command was:[\s\S]*$/, "");
+  for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
+  const hint = /unauthori[sz]ed|WRONGPASS|401/i.test(reason)
+    ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"
+    : "check the Redis URL, token and network";
+  return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hint}.`);
+}

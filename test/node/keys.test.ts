@@ -1,0 +1,37 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { escapeName, lockKeys } from "../../src/keys.ts";
+
+/** The part of a key Redis Cluster hashes: between the first "{" and the next "}". */
+function hashTag(key: string): string {
+  const open = key.indexOf("{");
+  return key.slice(open + 1, key.indexOf("}", open + 1));
+}
+
+describe("key layout", () => {
+  it("puts both keys of a lock in one hash tag, whatever the name", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", minLength: 1, maxLength: 40 }), (name) => {
+        const keys = lockKeys("app", name);
+        expect(hashTag(keys.lock)).toBe(hashTag(keys.fence));
+        expect(hashTag(keys.lock)).toBe(escapeName(name));
+        expect(escapeName(name)).not.toMatch(/[{}]/);
+      }),
+    );
+  });
+
+  it("maps distinct names to distinct keys", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 12 }), fc.string({ unit: "binary", maxLength: 12 }), (a, b) => {
+        fc.pre(a !== b);
+        expect(escapeName(a)).not.toBe(escapeName(b));
+      }),
+    );
+    expect(escapeName("{")).not.toBe(escapeName("%7B"));
+    expect(lockKeys("app", "a}:lock").lock).toBe("app:{a%7D:lock}:lock");
+  });
+
+  it("keeps ordinary names readable", () => {
+    expect(lockKeys("shop", "order:42")).toEqual({ lock: "shop:{order:42}:lock", fence: "shop:{order:42}:fence" });
+  });
+});

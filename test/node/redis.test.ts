@@ -1,0 +1,68 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Redis } from "@upstash/redis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createLocks, LockTimeoutError, LockUnavailableError } from "../../src/index.ts";
+import { uniquePrefix } from "../support/upstash.ts";
+
+/** A server that accepts requests and never answers: a Redis endpoint that hangs. */
+let silent: Server;
+let silentUrl: string;
+beforeAll(async () => {
+  silent = createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+});
+afterAll(() => {
+  silent.closeAllConnections();
+  silent.close();
+});
+
+function locksAt(url: string, token: string, retry?: { retries: number }) {
+  const redis = new Redis({ url, token, enableTelemetry: false, ...(retry ? { retry } : {}) });
+  return createLocks({ redis, prefix: uniquePrefix("down"), timeoutMs: 1_000 });
+}
+
+async function failure(promise: Promise<unknown>) {
+  const started = performance.now();
+  const error = await promise.then(() => new Error("expected a failure"), (e: unknown) => e);
+  return { error: error as Error, ms: performance.now() - started };
+}
+
+describe("a Redis that is down or slow", () => {
+  it("reports a refused connection as LockUnavailableError, not as busy, and fast", async () => {
+    const locks = locksAt("http://127.0.0.1:9", "token", { retries: 0 });
+    const { error, ms } = await failure(locks.acquire("job", { waitMs: 5_000 }));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error).not.toBeInstanceOf(LockTimeoutError);
+    expect(error).toMatchObject({ code: "LOCK_UNAVAILABLE" });
+    expect(error.message).toMatch(/check the Redis URL/);
+    expect(ms).toBeLessThan(1_000);
+  });
+
+  it("does not wait out the client's hidden retries: timeoutMs bounds each request", async () => {
+    const locks = locksAt("http://127.0.0.1:9", "token"); // default: 5 retries over ~4 s
+    const { error, ms } = await failure(locks.tryAcquire("job"));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(ms).toBeLessThan(2_000);
+  });
+
+  it("reports a hanging endpoint after timeoutMs", async () => {
+    const { error, ms } = await failure(locksAt(silentUrl, "token").tryAcquire("job"));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(/did not answer acquire.lua within 1000 ms/);
+    expect(ms).toBeGreaterThanOrEqual(950);
+    expect(ms).toBeLessThan(3_000);
+  });
+
+  it("says the token was refused, without leaking the owner token", async () => {
+    const { url } = inject("upstash");
+    const locks = locksAt(url, "wrong-token");
+    const owner = "ab".repeat(16);
+    const { error } = await failure(locks.acquire("job", { owner, waitMs: 0 }));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(/token was refused/);
+    expect(error.message).not.toContain(owner);
+    expect(JSON.stringify(error)).not.toContain(owner);
+  });
+});

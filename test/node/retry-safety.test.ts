@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { createLocks } from "../../src/index.ts";
+import { droppingResponses, sendingTwice, withFetch } from "../support/fetch-wrappers.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+// Every operation must leave the same state whether its HTTP request ran once or twice.
+describe.each([
+  ["a request sent twice", () => sendingTwice],
+  ["a response lost after Redis applied it", () => droppingResponses(1)],
+])("retry safety: %s", (_, freshWrapper) => {
+  const setup = () => {
+    const prefix = uniquePrefix("retry");
+    return { locks: createLocks({ redis: upstash(), prefix }), observer: createLocks({ redis: upstash(), prefix }) };
+  };
+  const twice = <T>(fn: () => Promise<T>) => withFetch(freshWrapper(), fn);
+
+  it("acquire mints one fence and one hold", async () => {
+    const { locks, observer } = setup();
+    const lease = await twice(() => locks.acquire("invoice:1"));
+    expect(await observer.inspect("invoice:1")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
+    expect(await lease.release()).toBe("released");
+    expect((await observer.inspect("invoice:1")).held).toBe(false);
+  });
+
+  it("a reentrant acquire counts one hold", async () => {
+    const { locks, observer } = setup();
+    const outer = await locks.acquire("invoice:2");
+    const inner = await twice(() => locks.acquire("invoice:2", { owner: outer.owner }));
+    expect(inner.fence).toBe(outer.fence);
+    expect(await observer.inspect("invoice:2")).toMatchObject({ holds: 2 });
+    await inner.release();
+    await outer.release();
+    expect((await observer.inspect("invoice:2")).held).toBe(false);
+  });
+
+  it("release gives back one hold and reports released, not expired", async () => {
+    const { locks, observer } = setup();
+    const outer = await locks.acquire("invoice:3");
+    const inner = await locks.acquire("invoice:3", { owner: outer.owner });
+    expect(await twice(() => inner.release())).toBe("released");
+    expect(await observer.inspect("invoice:3")).toMatchObject({ held: true, holds: 1 });
+    expect(await twice(() => outer.release())).toBe("released");
+    expect((await observer.inspect("invoice:3")).held).toBe(false);
+  });
+
+  it("heartbeat extends once and keeps the lease", async () => {
+    const { locks, observer } = setup();
+    const lease = await locks.acquire("invoice:4");
+    await twice(() => lease.heartbeat());
+    expect(await observer.inspect("invoice:4")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
+    await lease.release();
+  });
+});

@@ -1,0 +1,43 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { generatedPath, renderScripts } from "../../scripts/gen-scripts.ts";
+import { createLocks, type Lease } from "../../src/index.ts";
+import * as scripts from "../../src/scripts.gen.ts";
+import { counting, withFetch } from "../support/fetch-wrappers.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+const all = [scripts.acquire, scripts.heartbeat, scripts.release, scripts.inspect];
+
+describe("generated scripts", () => {
+  it("are up to date with lua/ (run `npm run gen` if this fails)", () => {
+    expect(readFileSync(generatedPath, "utf8")).toBe(renderScripts());
+  });
+
+  it.each(all.map((s) => [s.name, s] as const))("%s: SCRIPT LOAD on the real server returns the pinned SHA-1", async (_, script) => {
+    expect(await upstash().scriptLoad(script.text)).toBe(script.sha1);
+  });
+});
+
+describe("requests per operation", () => {
+  it("is one HTTP request per operation with a warm script cache, two when cold", async () => {
+    const redis = upstash();
+    const locks = createLocks({ redis, prefix: uniquePrefix("requests") });
+    const count = { n: 0 };
+    const requestsFor = async (op: () => Promise<unknown>) => {
+      count.n = 0;
+      await withFetch(counting(count), op);
+      return count.n;
+    };
+    await redis.scriptFlush();
+    const cold = await requestsFor(() => locks.acquire("warmup"));
+    expect(cold).toBe(2); // EVALSHA -> NOSCRIPT, then EVAL
+
+    for (const script of all) await redis.scriptLoad(script.text);
+    let lease: Lease | undefined;
+    expect(await requestsFor(async () => (lease = await locks.acquire("order:1")))).toBe(1);
+    const held = lease as unknown as Lease;
+    expect(await requestsFor(() => held.heartbeat())).toBe(1);
+    expect(await requestsFor(() => locks.inspect("order:1"))).toBe(1);
+    expect(await requestsFor(() => held.release())).toBe(1);
+  });
+});

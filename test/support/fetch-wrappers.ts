@@ -1,0 +1,46 @@
+type Fetch = typeof fetch;
+
+/**
+ * Replaces the global fetch (which @upstash/redis calls) for the length of `fn`, so a
+ * test can count, replay or drop the real HTTP requests to the local server.
+ */
+export async function withFetch<T>(wrap: (real: Fetch) => Fetch, fn: () => Promise<T>): Promise<T> {
+  const real = globalThis.fetch;
+  globalThis.fetch = wrap(real);
+  try {
+    return await fn();
+  } finally {
+    globalThis.fetch = real;
+  }
+}
+
+/** Counts requests; `count.n` is read by the test. */
+export function counting(count: { n: number }) {
+  return (real: Fetch): Fetch => (input, init) => {
+    count.n++;
+    return real(input, init);
+  };
+}
+
+/** Sends every request twice and answers with the second response: a replayed request. */
+export function sendingTwice(real: Fetch): Fetch {
+  return async (input, init) => {
+    await (await real(input, init)).text();
+    return real(input, init);
+  };
+}
+
+/**
+ * Lets the first `times` requests reach the server and be applied, then throws as if
+ * the connection dropped before the response arrived; the client retries the same body.
+ */
+export function droppingResponses(times: number) {
+  let dropped = 0;
+  return (real: Fetch): Fetch => async (input, init) => {
+    const response = await real(input, init);
+    if (dropped >= times) return response;
+    dropped++;
+    await response.text();
+    throw new TypeError("fetch failed: connection reset after the request was sent");
+  };
+}

@@ -1,0 +1,15 @@
+import { Redis } from "@upstash/redis";
+import { inject } from "vitest";
+
+type RedisConfig = ConstructorParameters<typeof Redis>[0];
+
+/** A fresh @upstash/redis client for the run's shared local server, as an isolate would have. */
+export function upstash(overrides: Partial<RedisConfig> = {}): Redis {
+  const { url, token } = inject("upstash");
+  return new Redis({ url, token, enableTelemetry: false, ...overrides });
+}
+
+/** A unique lock-name prefix per test, so tests never see each other's keys. */
+export function uniquePrefix(label: string): string {
+  return `t-${label}-${crypto.randomUUID().slice(0, 8)}`;
+}
