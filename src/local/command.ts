@@ -1,0 +1,35 @@
+import { HttpError } from "./errors.ts";
+
+/** One Redis command as sent to ioredis: the name, then every argument as text. */
+export type Command = readonly [name: string, ...args: string[]];
+
+/** Turns one JSON command array (`["SET", "k", 1]`) into a Command; numbers become their decimal text. */
+export function parseCommand(value: unknown): Command {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new HttpError(400, "ERR a command must be a non-empty JSON array like [\"GET\", \"key\"]");
+  }
+  const [name, ...args] = value.map(toArgument);
+  if (!name) throw new HttpError(400, "ERR empty command name");
+  return [name, ...args];
+}
+
+/** A pipeline or transaction body: a non-empty JSON array of command arrays. */
+export function parseCommandList(value: unknown): Command[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new HttpError(400, "ERR the body must be a non-empty JSON array of command arrays");
+  }
+  return value.map(parseCommand);
+}
+
+function toArgument(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return numberText(value);
+  if (typeof value === "boolean") return String(value);
+  throw new HttpError(400, `ERR unsupported argument ${JSON.stringify(value)}: use strings or numbers`);
+}
+
+/** Decimal text, never exponent notation (String(1e21) is "1e+21", which Redis rejects). */
+function numberText(value: number): string {
+  if (Number.isInteger(value)) return BigInt(value).toString();
+  return String(value);
+}

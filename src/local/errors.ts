@@ -1,0 +1,50 @@
+/** Base class of every error the local server and the redis-server launcher throw. */
+export class LocalUpstashError extends Error {
+  override name = "LocalUpstashError";
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+export const INSTALL_HINT =
+  "Install Redis (Debian/Ubuntu: `sudo apt-get install -y redis-server`, macOS: `brew install redis`), " +
+  "set REDIS_SERVER_BIN to the redis-server binary, or pass a Redis URL (redisUrl / --redis-url).";
+
+export class RedisServerNotFoundError extends LocalUpstashError {
+  override name = "RedisServerNotFoundError";
+
+  constructor(searched: string) {
+    super("REDIS_SERVER_NOT_FOUND", `redis-server not found (${searched}). ${INSTALL_HINT}`);
+  }
+}
+
+export class RedisServerStartError extends LocalUpstashError {
+  override name = "RedisServerStartError";
+
+  constructor(message: string, options?: ErrorOptions) {
+    super("REDIS_SERVER_START_FAILED", message, options);
+  }
+}
+
+/** Redis cannot be reached: at startup, or for a request during an outage (HTTP 503). */
+export class RedisUnavailableError extends LocalUpstashError {
+  override name = "RedisUnavailableError";
+
+  constructor(message: string, options?: ErrorOptions) {
+    super("REDIS_UNAVAILABLE", message, options);
+  }
+}
+
+/** A request the REST protocol refuses; `status` is the HTTP status sent back. */
+export class HttpError extends LocalUpstashError {
+  override name = "HttpError";
+  readonly status: number;
+
+  constructor(status: number, message: string) {
+    super(`HTTP_${status}`, message);
+    this.status = status;
+  }
+}

@@ -1,0 +1,94 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Redis } from "ioredis";
+import { parseCommand, parseCommandList, type Command } from "./command.ts";
+import { HttpError, RedisUnavailableError } from "./errors.ts";
+import { runCommand, runPipeline, runTransaction, type Settled } from "./execute.ts";
+import { isAuthorized, parseJson, readBody, sendJson } from "./http-io.ts";
+import type { ConnectionPool } from "./pool.ts";
+import { toJsonReply } from "./reply.ts";
+
+export interface Backend {
+  redis: Redis;
+  pool: ConnectionPool;
+  token: string;
+}
+
+interface Reply {
+  status: number;
+  body: unknown;
+}
+
+const ALLOWED_METHODS = new Set(["GET", "HEAD", "POST", "PUT"]);
+const STREAMING_PATH = /^\/(subscribe|psubscribe|monitor)(\/|$)/i;
+
+/** The Upstash REST protocol on top of one shared connection plus a pool for transactions. */
+export function createHandler(backend: Backend): (request: IncomingMessage, response: ServerResponse) => void {
+  // Opaque and increasing like Upstash's; one Redis without replicas always reads its own writes.
+  let syncToken = 0;
+  return (request, response) => {
+    respond(request, backend)
+      .catch(errorReply)
+      .then(({ status, body }) => sendJson(response, status, body, String(++syncToken)))
+      .catch(() => response.destroy());
+  };
+}
+
+async function respond(request: IncomingMessage, backend: Backend): Promise<Reply> {
+  const method = request.method ?? "GET";
+  if (!ALLOWED_METHODS.has(method)) throw new HttpError(405, `ERR method ${method} is not allowed`);
+  const url = new URL(request.url ?? "/", "http://localhost");
+  if (!isAuthorized(request, url, backend.token)) {
+    throw new HttpError(401, "WRONGPASS missing or invalid auth token (send Authorization: Bearer <token>)");
+  }
+  const base64 = String(request.headers["upstash-encoding"]).toLowerCase() === "base64";
+  const path = url.pathname.replace(/\/+$/, "") || "/";
+  if (STREAMING_PATH.test(path)) {
+    throw new HttpError(404, `ERR ${path} (server-sent events) is not served by the local Upstash server`);
+  }
+  if (path === "/pipeline" || path === "/multi-exec") {
+    if (method !== "POST" && method !== "PUT") throw new HttpError(405, `ERR ${path} needs POST`);
+    const commands = parseCommandList(parseJson(await readBody(request)));
+    const settled = path === "/pipeline"
+      ? await runPipeline(backend.redis, commands)
+      : await runTransaction(backend.pool, commands);
+    return { status: 200, body: settled.map((entry) => toEntry(entry, base64)) };
+  }
+  const command = await commandOf(request, url, path);
+  const entry = toEntry(await runCommand(backend.redis, command), base64);
+  return { status: "error" in entry ? 400 : 200, body: entry };
+}
+
+/** `POST /` carries a JSON command; any other path is the command itself: `/set/key/value?EX=100`. */
+async function commandOf(request: IncomingMessage, url: URL, path: string): Promise<Command> {
+  const hasBody = request.method === "POST" || request.method === "PUT";
+  const body = hasBody ? await readBody(request) : Buffer.alloc(0);
+  if (path === "/") {
+    if (!hasBody) throw new HttpError(400, "ERR no command: POST a JSON array such as [\"GET\", \"key\"]");
+    return parseCommand(parseJson(body));
+  }
+  const args = path.slice(1).split("/").map(decodeSegment);
+  if (body.length > 0) args.push(body.toString("utf8"));
+  for (const [name, value] of url.searchParams) {
+    if (name !== "_token") args.push(name, value);
+  }
+  return parseCommand(args);
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, `ERR malformed URL segment ${segment}`);
+  }
+}
+
+function toEntry(settled: Settled, base64: boolean): { result: unknown } | { error: string } {
+  return settled.ok ? { result: toJsonReply(settled.reply, base64) } : { error: settled.error };
+}
+
+function errorReply(error: unknown): Reply {
+  if (error instanceof HttpError) return { status: error.status, body: { error: error.message } };
+  if (error instanceof RedisUnavailableError) return { status: 503, body: { error: error.message } };
+  const message = error instanceof Error ? error.message : String(error);
+  return { status: 500, body: { error: `ERR internal error in the local Upstash server: ${message}` } };
+}

@@ -1,0 +1,54 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { HttpError } from "./errors.ts";
+
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+export function readBody(request: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new HttpError(413, `ERR request body larger than ${MAX_BODY_BYTES} bytes`));
+        request.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.on("end", () => resolve(Buffer.concat(chunks)));
+    request.on("error", reject);
+  });
+}
+
+export function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString("utf8"));
+  } catch (error) {
+    throw new HttpError(400, `ERR failed to parse the request body as JSON: ${(error as Error).message}`);
+  }
+}
+
+/** `Authorization: Bearer <token>`, or `?_token=` as Upstash also accepts; compared in constant time. */
+export function isAuthorized(request: IncomingMessage, url: URL, token: string): boolean {
+  const header = request.headers.authorization ?? "";
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const given = match?.[1] ?? url.searchParams.get("_token");
+  if (!given) return false;
+  return timingSafeEqual(digest(given), digest(token));
+}
+
+export function sendJson(response: ServerResponse, status: number, body: unknown, syncToken: string): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    "upstash-sync-token": syncToken,
+  });
+  response.end(response.req.method === "HEAD" ? undefined : text);
+}
+
+function digest(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
+}

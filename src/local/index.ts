@@ -1,0 +1,66 @@
+import { createHandler } from "./handler.ts";
+import { ConnectionPool } from "./pool.ts";
+import { connectRedis } from "./redis-client.ts";
+import { startRedisServer, type RedisServer } from "./redis-server.ts";
+import { listen } from "./server.ts";
+
+export { startRedisServer } from "./redis-server.ts";
+export type { RedisServer, RedisServerOptions } from "./redis-server.ts";
+export {
+  HttpError,
+  LocalUpstashError,
+  RedisServerNotFoundError,
+  RedisServerStartError,
+  RedisUnavailableError,
+} from "./errors.ts";
+
+export interface LocalUpstashOptions {
+  /** Use this Redis; default: start a private redis-server, stopped again by close(). */
+  redisUrl?: string;
+  /** HTTP port; default: a free port. */
+  port?: number;
+  /** HTTP bind address; default 127.0.0.1. */
+  host?: string;
+  /** Bearer token clients must send; default: 192 random bits. */
+  token?: string;
+}
+
+export interface LocalUpstash {
+  url: string;
+  token: string;
+  redisUrl: string;
+  close(): Promise<void>;
+}
+
+/** Starts an Upstash-REST-compatible HTTP server in front of Redis, for `new Redis({ url, token })`. */
+export async function startLocalUpstash(options: LocalUpstashOptions = {}): Promise<LocalUpstash> {
+  const owned = options.redisUrl === undefined ? await startRedisServer() : undefined;
+  const redisUrl = options.redisUrl ?? (owned as RedisServer).url;
+  const token = options.token ?? randomToken();
+  const pool = new ConnectionPool(() => connectRedis(redisUrl));
+  try {
+    const redis = await connectRedis(redisUrl);
+    const http = await listen(createHandler({ redis, pool, token }), options.host ?? "127.0.0.1", options.port ?? 0)
+      .catch((error: unknown) => {
+        redis.disconnect();
+        throw error;
+      });
+    let closing: Promise<void> | undefined;
+    const close = () =>
+      (closing ??= (async () => {
+        await http.close();
+        pool.close();
+        redis.disconnect();
+        await owned?.stop();
+      })());
+    return { url: http.url, token, redisUrl, close };
+  } catch (error) {
+    await owned?.stop();
+    throw error;
+  }
+}
+
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return Buffer.from(bytes).toString("base64url");
+}

@@ -1,0 +1,58 @@
+import { Redis, type RedisOptions } from "ioredis";
+import { RedisUnavailableError } from "./errors.ts";
+
+const RECONNECT_DELAY_MS = 100;
+
+const FAIL_FAST: RedisOptions = {
+  lazyConnect: true,
+  connectionName: "fencelock-local",
+  connectTimeout: 1_000,
+  // During an outage a request fails at once (HTTP 503) instead of waiting in ioredis' queue.
+  enableOfflineQueue: false,
+  // Commands in flight when the connection drops fail instead of being replayed after the
+  // reconnect: a replayed write could apply twice, and the HTTP caller has given up by then.
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
+  // Retry forever at a short, fixed interval so a redis-server restarted on the same port is
+  // used again within ~100 ms (the default backoff grows to 2 s).
+  retryStrategy: () => RECONNECT_DELAY_MS,
+};
+
+/** Opens an ioredis connection and waits until it is ready; RedisUnavailableError when it cannot. */
+export async function connectRedis(url: string): Promise<Redis> {
+  const redis = new Redis(url, FAIL_FAST);
+  // Outages surface per request as HTTP 503; without a listener ioredis logs every failed reconnect.
+  redis.on("error", () => {});
+  try {
+    await redis.connect();
+    return redis;
+  } catch (error) {
+    redis.disconnect();
+    throw new RedisUnavailableError(`cannot reach Redis at ${redactUrl(url)}: ${messageOf(error)}`, { cause: error });
+  }
+}
+
+/** An error reply from Redis itself (as opposed to a connection problem). */
+export function isReplyError(error: unknown): error is Error {
+  return error instanceof Error && error.name === "ReplyError";
+}
+
+/** Wraps a non-reply failure (connection closed, not writeable) as RedisUnavailableError. */
+export function unavailable(error: unknown): RedisUnavailableError {
+  if (error instanceof RedisUnavailableError) return error;
+  return new RedisUnavailableError(`ERR Redis is unavailable: ${messageOf(error)}`, { cause: error });
+}
+
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "<invalid Redis URL>";
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,112 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { tmpdir } from "node:os";
+import { Redis } from "ioredis";
+import { RedisServerNotFoundError, RedisServerStartError } from "./errors.ts";
+import { freePort } from "./free-port.ts";
+import { describeSearch, findRedisServerBinary } from "./redis-binary.ts";
+
+export interface RedisServerOptions {
+  /** Fixed port, e.g. to restart Redis where a client expects it; default: a free port. */
+  port?: number;
+  /** Path to redis-server; default: REDIS_SERVER_BIN, else the first redis-server on PATH. */
+  binary?: string;
+}
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 5_000;
+const STOP_GRACE_MS = 3_000;
+
+/** Starts a throwaway redis-server on 127.0.0.1 (no persistence) and resolves once it answers PING. */
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const binary = findRedisServerBinary(options.binary);
+  if (!binary) throw new RedisServerNotFoundError(describeSearch(options.binary));
+  // Another process can take a probed free port before redis binds it; then try a fresh one.
+  const attempts = options.port === undefined ? 3 : 1;
+  let failure: unknown;
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const port = options.port ?? (await freePort());
+    try {
+      return await launch(binary, port);
+    } catch (error) {
+      failure = error;
+      if (!(error instanceof RedisServerStartError && /address already in use/i.test(error.message))) break;
+    }
+  }
+  throw failure;
+}
+
+async function launch(binary: string, port: number): Promise<RedisServer> {
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+    "--daemonize", "no", "--loglevel", "warning", "--dir", tmpdir()];
+  const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const output = collectOutput(child);
+  const exited = new Promise<string>((resolve) => {
+    child.once("error", (error) => resolve(error.message));
+    child.once("exit", (code, signal) => resolve(`exited with ${signal ?? `code ${code}`}`));
+  });
+  // Node runs no "exit" listener after a fatal signal, but it does on normal exit and uncaught errors.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.on("exit", killOnExit);
+  try {
+    await waitForPing(port, exited);
+  } catch (error) {
+    process.off("exit", killOnExit);
+    child.kill("SIGKILL");
+    const detail = output().trim();
+    throw new RedisServerStartError(
+      `redis-server (${binary}) on port ${port} did not start: ${(error as Error).message}${detail ? `\n${detail}` : ""}`,
+      { cause: error },
+    );
+  }
+  let stopping: Promise<void> | undefined;
+  const stop = () => (stopping ??= terminate(child, exited).finally(() => process.off("exit", killOnExit)));
+  return { url: `redis://127.0.0.1:${port}`, port, stop };
+}
+
+async function waitForPing(port: number, exited: Promise<string>): Promise<void> {
+  // ioredis queues the PING and keeps reconnecting until redis-server listens.
+  const probe = new Redis({ host: "127.0.0.1", port, retryStrategy: () => 20, maxRetriesPerRequest: null });
+  probe.on("error", () => {}); // connection refusals are expected until the server is up
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no PING reply within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+  });
+  const died = exited.then((how) => Promise.reject(new Error(how)));
+  try {
+    await Promise.race([probe.ping(), died, timeout]);
+  } finally {
+    clearTimeout(timer);
+    probe.disconnect();
+  }
+}
+
+async function terminate(child: ChildProcess, exited: Promise<string>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill("SIGTERM");
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), STOP_GRACE_MS);
+  });
+  const outcome = await Promise.race([exited, grace]);
+  clearTimeout(timer);
+  if (outcome === "timeout") {
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+/** Keeps the last few KB of redis-server's output for error messages (and drains the pipes). */
+function collectOutput(child: ChildProcess): () => string {
+  let tail = "";
+  const append = (chunk: Buffer) => {
+    tail = (tail + chunk.toString("utf8")).slice(-4096);
+  };
+  child.stdout?.on("data", append);
+  child.stderr?.on("data", append);
+  return () => tail;
+}
