@@ -154,3 +154,15 @@ describe("withLock", () => {
     expect((await locks.inspect("ticket")).held).toBe(false);
   });
 });
+
+describe("hostile and unusual names", () => {
+  it("keeps names with braces, escapes and unicode apart, each a lock of its own", async () => {
+    const locks = lockSet(uniquePrefix("names"));
+    const names = ["{", "}", "%7B", "}{order}{", "注文:42 🎟", "a:{b}:lock", "x".repeat(512), " "];
+    const leases = await Promise.all(names.map((name) => locks.tryAcquire(name)));
+    expect(leases.every((lease) => lease !== null)).toBe(true);
+    for (const name of names) expect(await locks.inspect(name)).toMatchObject({ held: true, holds: 1 });
+    await Promise.all(leases.map((lease) => lease?.release()));
+    for (const name of names) expect((await locks.inspect(name)).held).toBe(false);
+  });
+});

@@ -1,0 +1,76 @@
+import { describe, expect, it } from "vitest";
+import { createLocks, LockLostError } from "../../src/index.ts";
+import { driftMs } from "../../src/lease.ts";
+import { sleep } from "../../src/wait.ts";
+import { withFetch } from "../support/fetch-wrappers.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+/** Holds every response back for `ms`, as a slow network would. */
+function delayingResponses(ms: number) {
+  return (real: typeof fetch): typeof fetch => async (input, init) => {
+    const response = await real(input, init);
+    await sleep(ms);
+    return response;
+  };
+}
+
+describe("validity on the client", () => {
+  it("trusts a lease for less than its TTL, counted from before the request was sent", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("validity"), leaseMs: 2_000 });
+    const lease = await withFetch(delayingResponses(300), () => locks.acquire("job"));
+    // 300 ms in transit and 22 ms of drift allowance come off the 2 s lease.
+    expect(lease.remainingMs()).toBeLessThanOrEqual(2_000 - 300 - driftMs(2_000));
+    expect(lease.remainingMs()).toBeGreaterThan(1_000);
+    await lease.release();
+  });
+
+  it("never hands out a lease whose reply arrived too late to be useful, and gives it back", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("late"), leaseMs: 400 });
+    const lease = await withFetch(delayingResponses(380), () => locks.tryAcquire("job"));
+    expect(lease).toBeNull();
+    expect((await locks.inspect("job")).held).toBe(false);
+  });
+
+  it("aborts the signal when the lease lapses without a heartbeat", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("signal"), leaseMs: 200 });
+    const lease = await locks.acquire("job");
+    expect(lease.signal.aborted).toBe(false);
+    const aborted = new Promise((resolve) => lease.signal.addEventListener("abort", resolve));
+    await aborted;
+    expect(lease.remainingMs()).toBe(0);
+    expect(lease.signal.reason).toBeInstanceOf(LockLostError);
+    expect(lease.signal.reason.message).toMatch(/lapsed without a heartbeat/);
+  });
+
+  it("keeps the signal live across heartbeats", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("signal-hb"), leaseMs: 300 });
+    const lease = await locks.acquire("job");
+    for (let i = 0; i < 4; i++) {
+      await sleep(150);
+      await lease.heartbeat();
+    }
+    expect(lease.signal.aborted).toBe(false);
+    await lease.release();
+    expect(lease.signal.aborted).toBe(true);
+  });
+
+  it("treats a resumed lease as unconfirmed until a heartbeat reaches the server", async () => {
+    const prefix = uniquePrefix("resume");
+    const first = await createLocks({ redis: upstash(), prefix }).acquire("job");
+    const locks = createLocks({ redis: upstash(), prefix });
+    const resumed = locks.resume({ name: first.name, owner: first.owner, fence: first.fence });
+    expect(resumed.remainingMs()).toBe(0);
+    expect(resumed.signal.aborted).toBe(false);
+    await resumed.heartbeat();
+    expect(resumed.remainingMs()).toBeGreaterThan(9_000);
+    expect(resumed.fence).toBe(first.fence);
+    expect(await resumed.release()).toBe("released");
+  });
+
+  it("keeps the owner token out of logs", async () => {
+    const lease = await createLocks({ redis: upstash(), prefix: uniquePrefix("log") }).acquire("job");
+    expect(JSON.stringify(lease)).not.toContain(lease.owner);
+    expect(Object.keys(lease)).not.toContain("owner");
+    await lease.release();
+  });
+});
