@@ -12,7 +12,7 @@ export type Settled = { ok: true; reply: unknown } | { ok: false; error: string 
 export async function runCommand(redis: Redis, command: Command): Promise<Settled> {
   const rejected = rejectionReason(command);
   if (rejected) return { ok: false, error: rejected };
-  const [name, ...args] = command;
+  const [name, ...args] = wireCommand(command);
   try {
     return { ok: true, reply: await redis.callBuffer(name, ...args) };
   } catch (error) {
@@ -36,7 +36,7 @@ export async function runTransaction(pool: ConnectionPool, commands: Command[]):
   if (rejected) throw new HttpError(400, rejected);
   return pool.use(async (connection) => {
     const transaction = connection.multi();
-    for (const [name, ...args] of commands) transaction.callBuffer(name, ...args);
+    for (const command of commands) transaction.callBuffer(...wireCommand(command));
     let results: Array<[Error | null, unknown]> | null;
     try {
       results = await transaction.exec();
@@ -47,6 +47,14 @@ export async function runTransaction(pool: ConnectionPool, commands: Command[]):
     if (!results) throw new HttpError(400, "EXECABORT Transaction discarded");
     return results.map(([error, reply]): Settled => (error ? { ok: false, error: error.message } : { ok: true, reply }));
   });
+}
+
+/**
+ * ioredis reshapes some replies, looked up by the exact lowercase name (HGETALL becomes an
+ * object); REST clients need Redis' reply untouched, and Redis ignores the name's case.
+ */
+function wireCommand([name, ...args]: Command): [string, ...string[]] {
+  return [name.toUpperCase(), ...args];
 }
 
 /** Redis' EXECABORT says only "because of previous errors"; name the first of them. */

@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+import { existsSync } from "node:fs";
+import { parseArgs } from "node:util";
+
+const USAGE = `Usage: fencelock dev [--port N] [--host H] [--redis-url URL] [--token T]
+
+  dev   Serve the Upstash REST protocol on http://127.0.0.1 for @upstash/redis, backed by
+        a private redis-server (or --redis-url), until Ctrl-C / SIGTERM.
+
+Options:
+  --port N         HTTP port (default: a free port)
+  --host H         HTTP bind address (default: 127.0.0.1)
+  --redis-url URL  use this Redis instead of starting redis-server
+  --token T        bearer token clients must send (default: random)
+  -h, --help       show this help`;
+
+class UsageError extends Error {
+  name = "UsageError";
+  code = "USAGE";
+}
+
+/** A clone runs src/ through Node's type stripping; a published package ships only dist/. */
+async function loadLocal() {
+  const source = new URL("../src/local/index.ts", import.meta.url);
+  const built = new URL("../dist/local/index.js", import.meta.url);
+  const useSource = existsSync(source) && !source.pathname.includes("/node_modules/");
+  try {
+    return await import((useSource ? source : built).href);
+  } catch (error) {
+    if (useSource && error?.code === "ERR_UNKNOWN_FILE_EXTENSION") {
+      throw new Error(`Node ${process.version} cannot run TypeScript sources: use Node >= 22.6 ` +
+        "(npx/npm scripts use the one in node_modules) or run `npm run build` first");
+    }
+    throw error;
+  }
+}
+
+function parseDevOptions(args) {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    options: {
+      port: { type: "string" },
+      host: { type: "string" },
+      "redis-url": { type: "string" },
+      token: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const port = values.port === undefined ? undefined : Number(values.port);
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+    throw new UsageError(`--port must be an integer from 0 to 65535, got ${values.port}`);
+  }
+  return { help: values.help, port, host: values.host, redisUrl: values["redis-url"], token: values.token };
+}
+
+async function dev(args) {
+  const { help, ...options } = parseDevOptions(args);
+  if (help) return console.log(USAGE);
+  const { startLocalUpstash } = await loadLocal();
+  const server = await startLocalUpstash(options);
+  console.log(`UPSTASH_REDIS_REST_URL=${server.url}`);
+  console.log(`UPSTASH_REDIS_REST_TOKEN=${server.token}`);
+  console.error(`# fencelock dev: Upstash REST on ${server.url} -> ${redact(server.redisUrl)}; ` +
+    "export the two lines above for Redis.fromEnv(); Ctrl-C stops");
+  await new Promise((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  await server.close();
+}
+
+function redact(url) {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
+}
+
+async function main([command, ...rest]) {
+  if (command === "dev") return dev(rest);
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    return console.log(USAGE);
+  }
+  throw new UsageError(`unknown command: ${command}`);
+}
+
+main(process.argv.slice(2)).then(
+  () => process.exit(0),
+  (error) => {
+    const usage = error instanceof UsageError || error?.code?.startsWith?.("ERR_PARSE_ARGS");
+    console.error(`fencelock: ${error?.message ?? error}${usage ? `\n\n${USAGE}` : ""}`);
+    process.exit(usage ? 2 : 1);
+  },
+);

@@ -1,0 +1,124 @@
+import { describe, expect, it } from "vitest";
+import { inject } from "vitest";
+import { localRedis } from "../../support/local-client.ts";
+import { key, rest } from "../../support/rest.ts";
+
+const base64 = { "upstash-encoding": "base64" };
+
+describe("authentication", () => {
+  it("answers 401 with a JSON error for a missing or wrong token", async () => {
+    for (const token of [null, "wrong-token"]) {
+      const { status, json } = await rest("/", { body: ["PING"], token });
+      expect(status).toBe(401);
+      expect(json).toEqual({ error: expect.stringMatching(/WRONGPASS/) });
+    }
+  });
+
+  it("makes the client throw for a wrong token", async () => {
+    const { url } = inject("upstash");
+    await expect(localRedis({}, { url, token: "wrong-token" }).get("k")).rejects.toThrow(/WRONGPASS/);
+  });
+
+  it("also accepts the token as the _token query parameter", async () => {
+    const { token } = inject("upstash");
+    const { status, json } = await rest(`/ping?_token=${token}`, { token: null });
+    expect(status).toBe(200);
+    expect(json).toEqual({ result: "PONG" });
+  });
+});
+
+describe("request shapes", () => {
+  it("runs one JSON command with POST / and answers {result}", async () => {
+    const k = key("single");
+    expect(await rest("/", { body: ["SET", k, "v"] })).toMatchObject({ status: 200, json: { result: "OK" } });
+    expect(await rest("/", { body: ["GET", k] })).toMatchObject({ status: 200, json: { result: "v" } });
+  });
+
+  it("answers 400 {error} for a failing command, never base64-encoded", async () => {
+    const { status, json } = await rest("/", { body: ["INCR"], headers: base64 });
+    expect(status).toBe(400);
+    expect(json).toEqual({ error: "ERR wrong number of arguments for 'incr' command" });
+  });
+
+  it("sends JSON numbers and booleans to Redis as their text", async () => {
+    const k = key("numbers");
+    for (const [value, stored] of [[1e21, "1000000000000000000000"], [0.25, "0.25"], [-7, "-7"], [true, "true"]]) {
+      await rest("/", { body: ["SET", k, value] });
+      expect((await rest("/", { body: ["GET", k] })).json).toEqual({ result: stored });
+    }
+  });
+
+  it("serves the path form, with query parameters and a POST body as extra arguments", async () => {
+    const [k, j] = [key("path"), key("posted")];
+    expect((await rest(`/set/${encodeURIComponent(k)}/a%20b?EX=100`)).json).toEqual({ result: "OK" });
+    expect((await rest(`/get/${encodeURIComponent(k)}`)).json).toEqual({ result: "a b" });
+    expect((await rest(`/ttl/${encodeURIComponent(k)}`)).json).toEqual({ result: 100 });
+    await rest(`/set/${encodeURIComponent(j)}`, { method: "POST", body: '{"raw": "json"}' });
+    expect((await rest(`/get/${encodeURIComponent(j)}`)).json).toEqual({ result: '{"raw": "json"}' });
+  });
+
+  it.each([
+    ["a body that is not JSON", "/", "{nope", 400],
+    ["a command that is not an array", "/", '{"cmd": "GET"}', 400],
+    ["an argument that is an object", "/", '["SET", "k", {"a": 1}]', 400],
+    ["a pipeline that is not a list of commands", "/pipeline", '["GET", "k"]', 400],
+    ["an empty transaction", "/multi-exec", "[]", 400],
+  ])("answers 400 JSON for %s", async (_, path, body, expected) => {
+    const { status, json } = await rest(path, { body });
+    expect(status).toBe(expected);
+    expect(json).toEqual({ error: expect.stringMatching(/^ERR /) });
+  });
+
+  it("answers 405 JSON for a wrong method", async () => {
+    expect(await rest("/", { method: "DELETE" })).toMatchObject({ status: 405, json: { error: expect.any(String) } });
+    expect(await rest("/pipeline")).toMatchObject({ status: 405, json: { error: expect.any(String) } });
+  });
+
+  it("answers 404 JSON for the server-sent-event endpoints it does not serve", async () => {
+    const { status, json } = await rest("/subscribe/chat", { method: "POST" });
+    expect(status).toBe(404);
+    expect(json).toEqual({ error: expect.stringMatching(/not served/) });
+  });
+
+  it.each([["SUBSCRIBE", "c"], ["MONITOR"], ["SELECT", "1"], ["QUIT"], ["BLPOP", "k", "0"], ["XREAD", "BLOCK", "0",
+    "STREAMS", "s", "$"], ["CLIENT", "REPLY", "OFF"], ["HELLO", "3"], ["MULTI"]])(
+    "refuses %s with 400 and keeps the shared connection usable",
+    async (...command) => {
+      const { status, json } = await rest("/", { body: command });
+      expect(status).toBe(400);
+      expect(json).toEqual({ error: expect.stringMatching(/is not supported by the local Upstash server/) });
+      expect((await rest("/", { body: ["PING"] })).json).toEqual({ result: "PONG" });
+    },
+  );
+});
+
+describe("response encoding", () => {
+  const bytes = "return {'\\255\\254', 'x'}"; // two bytes that are not valid UTF-8
+
+  it("base64-encodes every string at every depth, keeping integers, null and a top-level OK", async () => {
+    const k = key("b64");
+    expect((await rest("/", { body: ["SET", k, "bar"], headers: base64 })).json).toEqual({ result: "OK" });
+    expect((await rest("/", { body: ["GET", k], headers: base64 })).json).toEqual({ result: "YmFy" });
+    const script = "return {redis.status_reply('OK'), 3, {'é'}, redis.call('GET', KEYS[1])}";
+    const nested = await rest("/", { body: ["EVAL", script, 1, key("none")], headers: base64 });
+    expect(nested.json).toEqual({ result: ["T0s=", 3, ["w6k="], null] });
+    expect((await rest("/", { body: ["EVAL", bytes, 0], headers: base64 })).json).toEqual({ result: ["//4=", "eA=="] });
+    expect((await rest("/", { body: ["GET", key("none")], headers: base64 })).json).toEqual({ result: null });
+  });
+
+  it("sends plain strings without the header, invalid UTF-8 as U+FFFD", async () => {
+    expect((await rest("/", { body: ["EVAL", bytes, 0] })).json).toEqual({ result: ["\ufffd\ufffd", "x"] });
+    expect((await rest("/", { body: ["ECHO", "é"] })).json).toEqual({ result: "é" });
+  });
+});
+
+describe("upstash-sync-token", () => {
+  it("comes with every response, and the client keeps it for read-your-writes", async () => {
+    const first = await rest("/", { body: ["PING"] });
+    const refused = await rest("/", { body: ["PING"], token: null });
+    for (const response of [first, refused]) expect(response.headers.get("upstash-sync-token")).toMatch(/\S/);
+    const redis = localRedis();
+    await redis.set(key("sync"), 1);
+    expect(redis.readYourWritesSyncToken).toMatch(/\S/);
+  });
+});
