@@ -1,11 +1,12 @@
 import { LockConfigError, LockTimeoutError, LockUnavailableError } from "./errors.ts";
+import { checkFence } from "./fence.ts";
 import { checkName, lockKeys } from "./keys.ts";
 import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
 import {
   acquireOptionsSchema, locksOptionsSchema, parseOptions, tryAcquireOptionsSchema,
   type AcquireOptions, type LocksConfig, type LocksOptions, type TryAcquireOptions,
 } from "./options.ts";
-import { runScript } from "./redis.ts";
+import { integers, runScript } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 import { retryDelayMs, sleep } from "./wait.ts";
 
@@ -56,12 +57,13 @@ function newToken(): string {
  */
 export function createLocks(options: LocksOptions): Locks {
   const config = parseOptions(locksOptionsSchema, options, "createLocks options");
-  const run = (script: scripts.LuaScript, name: string, args: string[], owner: string) => {
+  const run = async (script: scripts.LuaScript, name: string, args: string[], owner: string) => {
     const keys = lockKeys(config.prefix, name);
-    return runScript(config.redis, script, [keys.lock, keys.fence], args, {
+    const reply = await runScript(config.redis, script, [keys.lock, keys.fence], args, {
       timeoutMs: config.timeoutMs,
       secrets: [owner],
     });
+    return integers(reply, script);
   };
   const backend = leaseBackend(run);
   const attempt = attemptAcquire(run, backend);
@@ -172,8 +174,5 @@ function checkHeld(held: HeldLease): HeldLease {
   if (typeof owner !== "string" || !/^[0-9a-f]{32}$/.test(owner)) {
     throw new LockConfigError("lease to resume", ["owner: expected lease.owner, 32 hex characters"]);
   }
-  if (!Number.isSafeInteger(fence) || fence <= 0) {
-    throw new LockConfigError("lease to resume", ["fence: expected lease.fence, a positive safe integer"]);
-  }
-  return { name, owner, fence };
+  return { name, owner, fence: checkFence(fence, "lease to resume") };
 }

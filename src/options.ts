@@ -21,17 +21,29 @@ const prefix = z.string("expected a string").check(
   z.regex(/^[A-Za-z0-9_.:-]{1,64}$/, "use 1-64 characters from A-Z a-z 0-9 _ . : -"),
 );
 
-export const locksOptionsSchema = z.strictObject({
+const common = {
   redis: redisClient,
   /** Namespace for every key; change it to run independent lock sets on one Redis. */
   prefix: z._default(prefix, "fencelock"),
+  /** Budget for one Redis request, client retries included; past it: LockUnavailableError. */
+  timeoutMs: z._default(ms(50, 60_000), 3_000),
+};
+
+export const locksOptionsSchema = z.strictObject({
+  ...common,
   /** Lease length. Short leases bound how long a crashed holder blocks others. */
   leaseMs: z._default(ms(100, 3_600_000), 10_000),
   /** How long acquire() waits for a busy lock by default. */
   waitMs: z._default(ms(0, 600_000), 5_000),
-  /** Budget for one Redis request, client retries included; past it: LockUnavailableError. */
-  timeoutMs: z._default(ms(50, 60_000), 3_000),
 }, "expected an options object");
+
+export const storeOptionsSchema = z.strictObject({
+  ...common,
+  /** Expire a resource this long after its last claim or write; by default data is kept. */
+  ttlMs: z.optional(ms(1_000, 10 * 365 * 86_400_000)),
+}, "expected an options object");
+
+export type FencedStoreOptions = z.input<typeof storeOptionsSchema>;
 
 export type LocksOptions = z.input<typeof locksOptionsSchema>;
 export type LocksConfig = z.output<typeof locksOptionsSchema>;

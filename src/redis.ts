@@ -16,6 +16,9 @@ export interface RunOptions {
   readonly secrets?: readonly string[];
 }
 
+/** A script's reply: our scripts answer flat arrays of integers and strings. */
+export type Reply = readonly (number | string)[];
+
 /** Runs a script: EVALSHA first, EVAL only when the server answers NOSCRIPT. */
 export async function runScript(
   redis: RedisClient,
@@ -23,7 +26,7 @@ export async function runScript(
   keys: string[],
   args: string[],
   { timeoutMs, secrets = [] }: RunOptions,
-): Promise<number[]> {
+): Promise<Reply> {
   const call = async () => {
     try {
       return await redis.evalsha<string[], unknown>(script.sha1, keys, args);
@@ -38,8 +41,8 @@ export async function runScript(
   } catch (error) {
     throw unavailable(error, script, timeoutMs, secrets);
   }
-  if (!Array.isArray(reply) || !reply.every((n) => typeof n === "number")) {
-    throw new LockUnavailableError(`Redis gave an unexpected reply to ${script.name}; is this endpoint a Redis?`);
+  if (!Array.isArray(reply) || !reply.every((v) => typeof v === "number" || typeof v === "string")) {
+    throw unexpectedReply(script);
   }
   return reply;
 }
@@ -73,4 +76,14 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs: number, secre
     ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"
     : "check the Redis URL, token and network";
   return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hint}.`);
+}
+
+/** The reply of a script that answers integers only. */
+export function integers(reply: Reply, script: LuaScript): number[] {
+  if (reply.every((v) => typeof v === "number")) return reply as number[];
+  throw unexpectedReply(script);
+}
+
+function unexpectedReply(script: LuaScript): LockUnavailableError {
+  return new LockUnavailableError(`Redis gave an unexpected reply to ${script.name}; is this endpoint a Redis?`);
 }

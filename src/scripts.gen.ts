@@ -29,3 +29,21 @@ export const release: LuaScript = {
   sha1: "f81ab21f28fc09c633b60c7e24bc91ced988b587",
   text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')\nif cur[1] == owner and cur[2] == fence then\n  local holds = tonumber(cur[3])\n  if redis.call('HSETNX', lock, seen, 1) == 0 then\n    return {1, holds}\n  end\n  if holds > 1 then\n    return {1, redis.call('HINCRBY', lock, 'holds', -1)}\n  end\n  redis.call('DEL', lock)\n  redis.call('HSET', fenceKey, 'released', fence)\n  return {1, 0}\nend\nif redis.call('HGET', fenceKey, 'released') == fence then\n  return {1, 0}\nend\nreturn {0}",
 };
+
+export const storeClaim: LuaScript = {
+  name: "store-claim.lua",
+  sha1: "8d7115f0a56843ef8cb0528c7faac17bed07737a",
+  text: "local fence = ARGV[1]\nif not string.match(fence, '^[1-9][0-9]*$') or #fence > 16 or tonumber(fence) > 9007199254740991 then\n  return redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal cur = redis.call('HMGET', KEYS[1], 'fence', 'value')\nlocal highest = tonumber(cur[1] or '0')\nif tonumber(fence) < highest then\n  return {0, highest}\nend\nredis.call('HSET', KEYS[1], 'fence', fence)\nlocal ttlMs = tonumber(ARGV[2])\nif ttlMs > 0 then redis.call('PEXPIRE', KEYS[1], ttlMs) end\nif cur[2] then return {1, tonumber(fence), 'v:' .. cur[2]} end\nreturn {1, tonumber(fence)}",
+};
+
+export const storeRead: LuaScript = {
+  name: "store-read.lua",
+  sha1: "b53ec3d1f6eff6659796b4abc2892f99f1d64782",
+  text: "local cur = redis.call('HMGET', KEYS[1], 'fence', 'value')\nlocal fence = tonumber(cur[1] or '0')\nif cur[2] then return {fence, 'v:' .. cur[2]} end\nreturn {fence}",
+};
+
+export const storeWrite: LuaScript = {
+  name: "store-write.lua",
+  sha1: "d689a40fb70e449802db2c37aa9bb476d4427a7a",
+  text: "local fence = ARGV[1]\nif not string.match(fence, '^[1-9][0-9]*$') or #fence > 16 or tonumber(fence) > 9007199254740991 then\n  return redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal highest = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0')\nif tonumber(fence) < highest then\n  return {0, highest}\nend\nredis.call('HSET', KEYS[1], 'fence', fence, 'value', ARGV[2])\nlocal ttlMs = tonumber(ARGV[3])\nif ttlMs > 0 then redis.call('PEXPIRE', KEYS[1], ttlMs) end\nreturn {1, tonumber(fence)}",
+};

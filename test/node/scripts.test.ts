@@ -6,7 +6,7 @@ import * as scripts from "../../src/scripts.gen.ts";
 import { counting, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
-const all = [scripts.acquire, scripts.heartbeat, scripts.release, scripts.inspect];
+const all: scripts.LuaScript[] = Object.values(scripts);
 
 describe("generated scripts", () => {
   it("are up to date with lua/ (run `npm run gen` if this fails)", () => {

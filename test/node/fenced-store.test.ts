@@ -1,0 +1,110 @@
+import { describe, expect, it } from "vitest";
+import { createFencedStore, createLocks, LockConfigError, StaleFenceError } from "../../src/index.ts";
+import * as scripts from "../../src/scripts.gen.ts";
+import { sleep } from "../../src/wait.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+function setup(label: string, leaseMs = 10_000) {
+  const prefix = uniquePrefix(label);
+  const redis = upstash();
+  return { redis, prefix, locks: createLocks({ redis, prefix, leaseMs }), store: createFencedStore({ redis, prefix }) };
+}
+
+async function staleError(promise: Promise<unknown>): Promise<StaleFenceError> {
+  const error = await promise.then(() => undefined, (e: unknown) => e);
+  expect(error).toBeInstanceOf(StaleFenceError);
+  return error as StaleFenceError;
+}
+
+describe("fenced store", () => {
+  it("rejects the paused holder's write after the next holder wrote (Kleppmann's scenario)", async () => {
+    const { locks, store } = setup("kleppmann", 200);
+    const a = await locks.acquire("invoice:42");
+    await sleep(300); // A pauses (GC, isolate freeze) past its lease.
+    const b = await locks.acquire("invoice:42", { waitMs: 0 });
+    expect(b.fence).toBeGreaterThan(a.fence);
+    await store.write("invoice:42", { paidBy: "B" }, b.fence);
+
+    const error = await staleError(store.write("invoice:42", { paidBy: "A" }, a.fence));
+    expect(error).toMatchObject({ code: "STALE_FENCE", fence: a.fence, highestFence: b.fence });
+    expect(await store.read("invoice:42")).toEqual({ value: { paidBy: "B" }, fence: b.fence });
+  });
+
+  it("keeps B's read-modify-write when A's delayed write lands before B's first write (the claim gap)", async () => {
+    const { locks, store } = setup("gap", 200);
+    await store.write("counter", 10, 1);
+    const a = await locks.acquire("counter");
+    const aRead = await store.read<number>("counter"); // A reads 10, then pauses past its lease.
+    await sleep(300);
+    const b = await locks.acquire("counter", { waitMs: 0 });
+    const bRead = await store.read<number>("counter", { fence: b.fence }); // B claims, then reads 10.
+
+    // A's delayed write arrives in the gap before B's write: the claim refuses it.
+    await staleError(store.write("counter", (aRead?.value ?? 0) + 1, a.fence));
+    await store.write("counter", (bRead?.value ?? 0) + 1, b.fence);
+    expect(await store.read("counter")).toEqual({ value: 11, fence: b.fence });
+  });
+
+  it("shows the gap without claim: A's write lands, then B overwrites it and one increment is lost", async () => {
+    const { locks, store } = setup("gap-control", 200);
+    await store.write("counter", 10, 1);
+    const a = await locks.acquire("counter");
+    const aRead = await store.read<number>("counter");
+    await sleep(300);
+    const b = await locks.acquire("counter", { waitMs: 0 });
+    const bRead = await store.read<number>("counter"); // no claim
+    await store.write("counter", (aRead?.value ?? 0) + 1, a.fence); // accepted: nothing higher seen yet
+    await store.write("counter", (bRead?.value ?? 0) + 1, b.fence);
+    expect((await store.read<number>("counter"))?.value).toBe(11); // two increments, counter moved by one
+  });
+
+  it("round-trips strings, numbers, JSON and unicode exactly", async () => {
+    const { store } = setup("values");
+    const values = ["123", "OK", "", "v:x", 0, -1.5, null, true, [1, "2"], { nested: { emoji: "🎟", "{": "}" } }];
+    for (const [i, value] of values.entries()) {
+      await store.write(`item:${i}`, value, 5);
+      expect(await store.read(`item:${i}`)).toEqual({ value, fence: 5 });
+    }
+  });
+
+  it("accepts equal fences, reports the highest fence seen, and reads null before any write", async () => {
+    const { store } = setup("equal");
+    expect(await store.read("doc")).toBeNull();
+    await store.claim("doc", 7);
+    expect(await store.read("doc")).toBeNull();
+    await store.write("doc", "a", 7);
+    await store.write("doc", "b", 7);
+    await store.claim("doc", 9);
+    expect(await store.read("doc")).toEqual({ value: "b", fence: 9 });
+    expect(await staleError(store.claim("doc", 8))).toMatchObject({ highestFence: 9 });
+  });
+
+  it.each([0, -1, 1.5, 2 ** 53, Number.NaN, "12", null])("refuses the malformed fence %s before any request", async (fence) => {
+    const { store } = setup("malformed");
+    await expect(store.write("doc", 1, fence as number)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(store.claim("doc", fence as number)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(store.read("doc", { fence: fence as number })).rejects.toBeInstanceOf(LockConfigError);
+    expect(await store.read("doc")).toBeNull();
+  });
+
+  it("refuses a forged fence inside Lua too, so no client can poison a resource", async () => {
+    const { redis, prefix, store } = setup("forged");
+    await store.write("doc", "honest", 100);
+    const key = `${prefix}:{doc}:data`;
+    for (const forged of ["1e20", "99999999999999999", "-5", "007", "12abc", ""]) {
+      await expect(redis.eval(scripts.storeWrite.text, [key], [forged, "evil", "0"])).rejects.toThrow(/malformed fence/);
+      await expect(redis.eval(scripts.storeClaim.text, [key], [forged, "0"])).rejects.toThrow(/malformed fence/);
+    }
+    expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
+  });
+
+  it("rejects undefined values and keeps data without TTL unless asked", async () => {
+    const { redis, prefix, store } = setup("ttl");
+    await expect(store.write("doc", undefined, 1)).rejects.toThrow(/expected a JSON value/);
+    await store.write("doc", 1, 1);
+    expect(await redis.pttl(`${prefix}:{doc}:data`)).toBe(-1);
+    const expiring = createFencedStore({ redis, prefix, ttlMs: 60_000 });
+    await expiring.write("temp", 1, 1);
+    expect(await redis.pttl(`${prefix}:{temp}:data`)).toBeGreaterThan(59_000);
+  });
+});
