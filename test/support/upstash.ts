@@ -1,10 +1,8 @@
-import { Redis } from "@upstash/redis";
+import { Redis, type RedisConfigNodejs } from "@upstash/redis";
 import { inject } from "vitest";
 
-type RedisConfig = ConstructorParameters<typeof Redis>[0];
-
 /** A fresh @upstash/redis client for the run's shared local server, as an isolate would have. */
-export function upstash(overrides: Partial<RedisConfig> = {}): Redis {
+export function upstash(overrides: Partial<RedisConfigNodejs> = {}): Redis {
   const { url, token } = inject("upstash");
   return new Redis({ url, token, enableTelemetry: false, ...overrides });
 }
