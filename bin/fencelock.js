@@ -57,16 +57,18 @@ function parseDevOptions(args) {
 async function dev(args) {
   const { help, ...options } = parseDevOptions(args);
   if (help) return console.log(USAGE);
+  // Listen before starting: a signal during startup still closes the server and its redis-server.
+  const stopRequested = new Promise((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
   const { startLocalUpstash } = await loadLocal();
   const server = await startLocalUpstash(options);
   console.log(`UPSTASH_REDIS_REST_URL=${server.url}`);
   console.log(`UPSTASH_REDIS_REST_TOKEN=${server.token}`);
   console.error(`# fencelock dev: Upstash REST on ${server.url} -> ${redact(server.redisUrl)}; ` +
     "export the two lines above for Redis.fromEnv(); Ctrl-C stops");
-  await new Promise((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
+  await stopRequested;
   await server.close();
 }
 

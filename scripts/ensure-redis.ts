@@ -17,7 +17,8 @@ function canAptInstall(): boolean {
 
 function aptInstall(): void {
   // apt-get runs dpkg and maintainer scripts, which need the system directories on PATH.
-  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive", PATH: `${process.env.PATH}:/usr/sbin:/usr/bin:/sbin:/bin` };
+  const PATH = `${process.env.PATH}:/usr/sbin:/usr/bin:/sbin:/bin`;
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive", PATH };
   for (const args of [["update", "-qq"], ["install", "-y", "-qq", "--no-install-recommends", "redis-server"]]) {
     console.log(`ensure-redis: apt-get ${args.join(" ")}`);
     execFileSync(APT_GET, args, { stdio: ["ignore", "ignore", "inherit"], env });

@@ -88,7 +88,7 @@ function toEntry(settled: Settled, base64: boolean): { result: unknown } | { err
 
 function errorReply(error: unknown): Reply {
   if (error instanceof HttpError) return { status: error.status, body: { error: error.message } };
-  if (error instanceof RedisUnavailableError) return { status: 503, body: { error: error.message } };
+  if (error instanceof RedisUnavailableError) return { status: 503, body: { error: `ERR ${error.message}` } };
   const message = error instanceof Error ? error.message : String(error);
   return { status: 500, body: { error: `ERR internal error in the local Upstash server: ${message}` } };
 }

@@ -8,15 +8,15 @@ export function readBody(request: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    request.on("data", (chunk: Buffer) => {
+    const collect = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new HttpError(413, `ERR request body larger than ${MAX_BODY_BYTES} bytes`));
-        request.destroy();
-        return;
-      }
       chunks.push(chunk);
-    });
+      if (size <= MAX_BODY_BYTES) return;
+      // Discard the rest rather than destroy the socket, so the client still reads the 413.
+      request.off("data", collect).resume();
+      reject(new HttpError(413, `ERR request body larger than ${MAX_BODY_BYTES} bytes`));
+    };
+    request.on("data", collect);
     request.on("end", () => resolve(Buffer.concat(chunks)));
     request.on("error", reject);
   });
@@ -45,6 +45,7 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
     "content-type": "application/json",
     "content-length": Buffer.byteLength(text),
     "upstash-sync-token": syncToken,
+    ...(status === 413 ? { connection: "close" } : {}),
   });
   response.end(response.req.method === "HEAD" ? undefined : text);
 }

@@ -1,7 +1,7 @@
 import { createHandler } from "./handler.ts";
 import { ConnectionPool } from "./pool.ts";
 import { connectRedis } from "./redis-client.ts";
-import { startRedisServer, type RedisServer } from "./redis-server.ts";
+import { startRedisServer } from "./redis-server.ts";
 import { listen } from "./server.ts";
 
 export { startRedisServer } from "./redis-server.ts";
@@ -34,12 +34,11 @@ export interface LocalUpstash {
 
 /** Starts an Upstash-REST-compatible HTTP server in front of Redis, for `new Redis({ url, token })`. */
 export async function startLocalUpstash(options: LocalUpstashOptions = {}): Promise<LocalUpstash> {
-  const owned = options.redisUrl === undefined ? await startRedisServer() : undefined;
-  const redisUrl = options.redisUrl ?? (owned as RedisServer).url;
+  const backing = await backingRedis(options.redisUrl);
   const token = options.token ?? randomToken();
-  const pool = new ConnectionPool(() => connectRedis(redisUrl));
+  const pool = new ConnectionPool(() => connectRedis(backing.url));
   try {
-    const redis = await connectRedis(redisUrl);
+    const redis = await connectRedis(backing.url);
     const http = await listen(createHandler({ redis, pool, token }), options.host ?? "127.0.0.1", options.port ?? 0)
       .catch((error: unknown) => {
         redis.disconnect();
@@ -51,13 +50,18 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
         await http.close();
         pool.close();
         redis.disconnect();
-        await owned?.stop();
+        await backing.stop?.();
       })());
-    return { url: http.url, token, redisUrl, close };
+    return { url: http.url, token, redisUrl: backing.url, close };
   } catch (error) {
-    await owned?.stop();
+    await backing.stop?.();
     throw error;
   }
+}
+
+/** The Redis behind the server: the caller's, or a private redis-server that close() stops. */
+async function backingRedis(redisUrl?: string): Promise<{ url: string; stop?: () => Promise<void> }> {
+  return redisUrl === undefined ? startRedisServer() : { url: redisUrl };
 }
 
 function randomToken(): string {

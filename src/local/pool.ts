@@ -57,5 +57,5 @@ export class ConnectionPool {
 }
 
 function closedError(): RedisUnavailableError {
-  return new RedisUnavailableError("ERR the local Upstash server is closed");
+  return new RedisUnavailableError("the local Upstash server is closed");
 }

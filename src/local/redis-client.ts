@@ -28,7 +28,7 @@ export async function connectRedis(url: string): Promise<Redis> {
     return redis;
   } catch (error) {
     redis.disconnect();
-    throw new RedisUnavailableError(`cannot reach Redis at ${redactUrl(url)}: ${messageOf(error)}`, { cause: error });
+    throw new RedisUnavailableError(`Redis is unavailable at ${redactUrl(url)}: ${messageOf(error)}`, { cause: error });
   }
 }
 
@@ -40,7 +40,7 @@ export function isReplyError(error: unknown): error is Error {
 /** Wraps a non-reply failure (connection closed, not writeable) as RedisUnavailableError. */
 export function unavailable(error: unknown): RedisUnavailableError {
   if (error instanceof RedisUnavailableError) return error;
-  return new RedisUnavailableError(`ERR Redis is unavailable: ${messageOf(error)}`, { cause: error });
+  return new RedisUnavailableError(`Redis is unavailable: ${messageOf(error)}`, { cause: error });
 }
 
 export function redactUrl(url: string): string {

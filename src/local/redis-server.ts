@@ -21,7 +21,7 @@ export interface RedisServer {
 const READY_TIMEOUT_MS = 5_000;
 const STOP_GRACE_MS = 3_000;
 
-/** Starts a throwaway redis-server on 127.0.0.1 (no persistence) and resolves once it answers PING. */
+/** Starts a throwaway redis-server on 127.0.0.1 (no persistence) and resolves once it answers. */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const binary = findRedisServerBinary(options.binary);
   if (!binary) throw new RedisServerNotFoundError(describeSearch(options.binary));
@@ -53,7 +53,7 @@ async function launch(binary: string, port: number): Promise<RedisServer> {
   const killOnExit = () => child.kill("SIGKILL");
   process.on("exit", killOnExit);
   try {
-    await waitForPing(port, exited);
+    await waitUntilServing(port, child.pid, exited);
   } catch (error) {
     process.off("exit", killOnExit);
     child.kill("SIGKILL");
@@ -68,17 +68,20 @@ async function launch(binary: string, port: number): Promise<RedisServer> {
   return { url: `redis://127.0.0.1:${port}`, port, stop };
 }
 
-async function waitForPing(port: number, exited: Promise<string>): Promise<void> {
-  // ioredis queues the PING and keeps reconnecting until redis-server listens.
+/** Resolves once the redis-server answering on `port` is this child, not some other process. */
+async function waitUntilServing(port: number, pid: number | undefined, exited: Promise<string>): Promise<void> {
+  // ioredis queues the command and keeps reconnecting until redis-server listens.
   const probe = new Redis({ host: "127.0.0.1", port, retryStrategy: () => 20, maxRetriesPerRequest: null });
   probe.on("error", () => {}); // connection refusals are expected until the server is up
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no PING reply within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    timer = setTimeout(() => reject(new Error(`no reply within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
   });
   const died = exited.then((how) => Promise.reject(new Error(how)));
   try {
-    await Promise.race([probe.ping(), died, timeout]);
+    const info = await Promise.race([probe.info("server"), died, timeout]);
+    const answering = Number(/^process_id:(\d+)/m.exec(info)?.[1]);
+    if (answering !== pid) throw new Error(`Address already in use: redis-server pid ${answering} answers there`);
   } finally {
     clearTimeout(timer);
     probe.disconnect();

@@ -1,0 +1,76 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { localRedis } from "../../support/local-client.ts";
+import { key } from "../../support/rest.ts";
+
+const BIN = fileURLToPath(new URL("../../../bin/fencelock.js", import.meta.url));
+const running: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of running.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+});
+
+function fencelock(...args: string[]) {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  running.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = once(child, "exit").then(([code]) => code as number | null);
+  return { child, exited, output: () => ({ stdout, stderr }) };
+}
+
+/** Waits until `fencelock dev` printed both variables (or exited, which fails the test). */
+async function printedEnv(run: ReturnType<typeof fencelock>): Promise<{ url: string; token: string }> {
+  for (let waited = 0; waited < 10_000; waited += 25) {
+    const url = /^UPSTASH_REDIS_REST_URL=(\S+)$/m.exec(run.output().stdout)?.[1];
+    const token = /^UPSTASH_REDIS_REST_TOKEN=(\S+)$/m.exec(run.output().stdout)?.[1];
+    if (url && token) return { url, token };
+    if (run.child.exitCode !== null) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`fencelock dev printed no URL/token: ${JSON.stringify(run.output())}`);
+}
+
+describe("fencelock dev", () => {
+  it("prints the env lines, serves @upstash/redis, and exits 0 on SIGTERM, stopping its redis-server", async () => {
+    const run = fencelock("dev");
+    const server = await printedEnv(run);
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const redis = localRedis({}, server);
+    const k = key("cli");
+    expect(await redis.set(k, "from the CLI")).toBe("OK");
+    expect(await redis.get(k)).toBe("from the CLI");
+    const redisUrl = /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1];
+    expect(redisUrl).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+    const probe = new Redis(redisUrl ?? "", { lazyConnect: true, retryStrategy: () => null });
+    probe.on("error", () => {});
+    await expect(probe.connect()).rejects.toThrow();
+  });
+
+  it("uses --redis-url and --token, and exits 0 on SIGINT", async () => {
+    const shared = inject("upstash");
+    const run = fencelock("dev", "--redis-url", shared.redisUrl, "--token", "cli-token");
+    const server = await printedEnv(run);
+    expect(server.token).toBe("cli-token");
+    const k = key("cli-shared");
+    await localRedis({}, server).set(k, 7);
+    expect(await localRedis().get(k)).toBe(7); // same Redis as the shared server
+    run.child.kill("SIGINT");
+    expect(await run.exited).toBe(0);
+  });
+
+  it("prints usage for --help (exit 0) and for a bad option (exit 2)", async () => {
+    const help = fencelock("--help");
+    expect(await help.exited).toBe(0);
+    expect(help.output().stdout).toMatch(/Usage: fencelock dev \[--port N\]/);
+    const bad = fencelock("dev", "--port", "nope");
+    expect(await bad.exited).toBe(2);
+    expect(bad.output().stderr).toMatch(/--port must be an integer[\s\S]*Usage:/);
+  });
+});

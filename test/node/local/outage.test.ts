@@ -1,0 +1,99 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { RedisUnavailableError, startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
+import { freePort } from "../../../src/local/free-port.ts";
+import { localRedis } from "../../support/local-client.ts";
+import { key, rest } from "../../support/rest.ts";
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function serverOverOwnRedis() {
+  let redisServer = await startRedisServer();
+  cleanup.push(() => redisServer.stop());
+  const local = await startLocalUpstash({ redisUrl: redisServer.url });
+  cleanup.push(() => local.close());
+  const restart = async () => {
+    redisServer = await startRedisServer({ port: redisServer.port });
+  };
+  return { local, redis: localRedis({}, local), stopRedis: () => redisServer.stop(), restart };
+}
+
+async function eventually<T>(attempt: () => Promise<T>, timeoutMs = 3_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+describe("when Redis goes away", () => {
+  it("fails requests within a second with a 503 JSON error, and the client throws", async () => {
+    const { local, redis, stopRedis } = await serverOverOwnRedis();
+    await stopRedis();
+    const started = performance.now();
+    await expect(redis.get(key("down"))).rejects.toThrow(/Redis is unavailable/);
+    for (const path of ["/", "/pipeline", "/multi-exec"]) {
+      const body = path === "/" ? ["GET", "k"] : [["GET", "k"]];
+      const { status, json } = await rest(path, { url: local.url, token: local.token, body });
+      expect(status).toBe(503);
+      expect(json).toEqual({ error: expect.stringMatching(/^ERR Redis is unavailable/) });
+    }
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it("recovers when redis-server comes back on the same port, for commands and transactions", async () => {
+    const { redis, stopRedis, restart } = await serverOverOwnRedis();
+    const k = key("restart");
+    expect(await redis.multi().set(k, "before").get(k).exec()).toEqual(["OK", "before"]);
+    await stopRedis();
+    await expect(redis.get(k)).rejects.toThrow(/unavailable/);
+    await restart();
+    // The restarted server has no persistence, so the key is gone; writes work again.
+    await eventually(() => redis.set(k, "after"));
+    expect(await redis.get(k)).toBe("after");
+    expect(await eventually(() => redis.multi().incr(k + ":n").incr(k + ":n").exec())).toEqual([1, 2]);
+  });
+});
+
+describe("startLocalUpstash", () => {
+  it("rejects promptly with RedisUnavailableError when the given Redis is unreachable", async () => {
+    const port = await freePort();
+    const started = performance.now();
+    const failure = await startLocalUpstash({ redisUrl: `redis://:secret@127.0.0.1:${port}` }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(RedisUnavailableError);
+    expect(failure).toMatchObject({ code: "REDIS_UNAVAILABLE", name: "RedisUnavailableError" });
+    expect((failure as Error).message).not.toContain("secret");
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it("uses the given token and port, and close() ends keep-alive connections promptly", async () => {
+    const port = await freePort();
+    const local: LocalUpstash = await startLocalUpstash({ token: "given-token", port });
+    let closed = false;
+    cleanup.push(() => (closed ? Promise.resolve() : local.close()));
+    expect(local.url).toBe(`http://127.0.0.1:${port}`);
+    expect(local.token).toBe("given-token");
+    const redis = localRedis({ retry: false }, local);
+    expect(await redis.ping()).toBe("PONG"); // leaves fetch's keep-alive socket open
+    const started = performance.now();
+    await local.close();
+    closed = true;
+    expect(performance.now() - started).toBeLessThan(1_000);
+    await expect(fetch(local.url, { method: "POST", body: '["PING"]' })).rejects.toThrow();
+    await expect(local.close()).resolves.toBeUndefined();
+  });
+
+  it("generates a different random token for each server", async () => {
+    const [a, b] = await Promise.all([startLocalUpstash(), startLocalUpstash()]);
+    cleanup.push(() => a.close(), () => b.close());
+    expect(a.token).toMatch(/^[\w-]{32}$/);
+    expect(a.token).not.toBe(b.token);
+    expect(a.redisUrl).not.toBe(b.redisUrl);
+  });
+});
