@@ -7,7 +7,6 @@ import { listen } from "./server.ts";
 export { startRedisServer } from "./redis-server.ts";
 export type { RedisServer, RedisServerOptions } from "./redis-server.ts";
 export {
-  HttpError,
   LocalUpstashError,
   RedisServerNotFoundError,
   RedisServerStartError,
