@@ -107,12 +107,18 @@ export class Lease implements AsyncDisposable {
 
   #extendTo(validUntil: number | undefined): void {
     this.#validUntil = validUntil;
-    if (validUntil === undefined) return;
-    const waitMs = Math.max(0, Math.ceil(validUntil - performance.now()));
-    // A timeout signal keeps no process alive; an earlier one finding the lease
-    // extended does nothing, so there is nothing to cancel on heartbeat.
+    if (validUntil !== undefined) this.#watch(validUntil);
+  }
+
+  // A timeout signal keeps no process alive. A timer can fire a little before
+  // performance.now() reaches the deadline, so it looks again; one left over from
+  // before a heartbeat sees a newer deadline and stops.
+  #watch(deadline: number): void {
+    const waitMs = Math.max(1, Math.ceil(deadline - performance.now()));
     AbortSignal.timeout(waitMs).addEventListener("abort", () => {
+      if (this.#validUntil !== deadline || this.signal.aborted) return;
       if (this.remainingMs() === 0) this.#lose("it lapsed without a heartbeat");
+      else this.#watch(deadline);
     }, { once: true });
   }
 }
