@@ -7,3 +7,20 @@ export function checkFence(fence: unknown, what: string): number {
   }
   return fence;
 }
+
+/** The HTTP header that carries a lease's fence to downstream storage. */
+export const FENCE_HEADER = "Fencing-Token";
+
+export type ParsedFence = { ok: true; fence: number } | { ok: false; problem: "missing" | "malformed" };
+
+/**
+ * Reads a Fencing-Token header strictly: a positive decimal integer no larger than
+ * 2^53 - 1, no sign, exponent, fraction, leading zero or surrounding junk.
+ */
+export function parseFenceHeader(value: string | null | undefined): ParsedFence {
+  if (value === null || value === undefined || value.trim() === "") return { ok: false, problem: "missing" };
+  const text = value.trim();
+  if (!/^[1-9][0-9]{0,15}$/.test(text)) return { ok: false, problem: "malformed" };
+  const fence = Number(text);
+  return Number.isSafeInteger(fence) ? { ok: true, fence } : { ok: false, problem: "malformed" };
+}

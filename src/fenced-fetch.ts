@@ -1,0 +1,29 @@
+import { StaleFenceError } from "./errors.ts";
+import { FENCE_HEADER } from "./fence.ts";
+import type { Lease } from "./lease.ts";
+
+/** The problem type a fenced service answers with when a fence is stale (RFC 9457). */
+export const STALE_FENCE_PROBLEM = "urn:fencelock:problem:stale-fence";
+
+/**
+ * fetch() for work done under a lease: sends the lease's fence in the Fencing-Token
+ * header, aborts when the lease is lost, and turns a stale-fence answer (409) into
+ * StaleFenceError so it cannot be mistaken for success.
+ *
+ * @example
+ * await fencedFetch(lease, `${BLOBS}/invoice-42`, { method: "PUT", body });
+ */
+export async function fencedFetch(lease: Lease, input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> {
+  const headers = new Headers(init.headers);
+  headers.set(FENCE_HEADER, String(lease.fence));
+  const signal = init.signal ? AbortSignal.any([init.signal, lease.signal]) : lease.signal;
+  const response = await fetch(input, { ...init, headers, signal });
+  if (response.status === 409) {
+    const problem = await response.clone().json().catch(() => null) as { type?: string; highestFence?: unknown } | null;
+    if (problem?.type === STALE_FENCE_PROBLEM && typeof problem.highestFence === "number") {
+      const resource = response.url || (input instanceof Request ? input.url : String(input));
+      throw new StaleFenceError(resource, lease.fence, problem.highestFence);
+    }
+  }
+  return response;
+}

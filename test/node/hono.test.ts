@@ -1,0 +1,110 @@
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import { createFencedStore, createLocks, fencedFetch, StaleFenceError } from "../../src/index.ts";
+import { requireFence, type FenceVariables } from "../../src/hono.ts";
+import { withFetch } from "../support/fetch-wrappers.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+/** A blob service whose writes are checked by fence, over the real store and Redis. */
+function blobService(options: { claim?: boolean } = {}) {
+  const redis = upstash();
+  const prefix = uniquePrefix("blobs");
+  const store = createFencedStore({ redis, prefix });
+  const app = new Hono<{ Variables: FenceVariables }>();
+  app.put("/blobs/:id", requireFence({ store, resource: (c) => c.req.param("id"), ...options }), async (c) => {
+    const fence = c.get("fence");
+    if (c.req.query("overtaken")) await store.claim(c.req.param("id"), fence + 5); // a newer holder got in
+    await store.write(c.req.param("id"), await c.req.text(), fence);
+    return c.json({ stored: true, fence });
+  });
+  return { app, store, locks: createLocks({ redis, prefix }) };
+}
+
+const put = (app: Hono<{ Variables: FenceVariables }>, token: string | undefined, query = "") =>
+  app.request(`/blobs/invoice-42${query}`, {
+    method: "PUT",
+    body: "paid",
+    headers: token === undefined ? {} : { "Fencing-Token": token },
+  });
+
+describe("requireFence", () => {
+  it("runs the handler with the fence when the token is current", async () => {
+    const { app, store } = blobService();
+    const res = await put(app, "1700000000000001");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ stored: true, fence: 1700000000000001 });
+    expect(await store.read("invoice-42")).toEqual({ value: "paid", fence: 1700000000000001 });
+  });
+
+  it("answers 428 when the token is missing", async () => {
+    const res = await put(blobService().app, undefined);
+    expect(res.status).toBe(428);
+    expect(res.headers.get("Content-Type")).toBe("application/problem+json");
+    expect(await res.json()).toMatchObject({ status: 428, title: "Fencing token required" });
+  });
+
+  it.each(["", "abc", "-1", "0", "1.5", "1e3", "0x10", "01", "+5", "9007199254740992", "99999999999999999999", "12 13"])(
+    "answers 400 to the malformed token %j and writes nothing",
+    async (token) => {
+      const { app, store } = blobService();
+      const res = await put(app, token);
+      expect(res.status).toBe(token === "" ? 428 : 400);
+      expect(await store.read("invoice-42")).toBeNull();
+    },
+  );
+
+  it("answers 409 with the highest fence seen when the token is stale, and keeps the newer value", async () => {
+    const { app, store } = blobService();
+    await store.write("invoice-42", "refunded", 500);
+    const res = await put(app, "400");
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({ status: 409, fence: 400, highestFence: 500 });
+    expect(await store.read("invoice-42")).toEqual({ value: "refunded", fence: 500 });
+  });
+
+  it("answers 409 when a newer holder claims the resource while the handler runs", async () => {
+    const res = await put(blobService().app, "700", "?overtaken=1");
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({ fence: 700, highestFence: 705 });
+  });
+
+  it("lets the error response be replaced", async () => {
+    const redis = upstash();
+    const store = createFencedStore({ redis, prefix: uniquePrefix("blobs") });
+    const app = new Hono();
+    app.put("/x", requireFence({ store, resource: () => "x", onProblem: (c, p) => c.text(`no: ${p.title}`, 418) }), (c) => c.text("ok"));
+    const res = await app.request("/x", { method: "PUT" });
+    expect(res.status).toBe(418);
+    expect(await res.text()).toBe("no: Fencing token required");
+  });
+});
+
+describe("fencedFetch", () => {
+  it("sends the lease's fence, and turns a stale answer into StaleFenceError", async () => {
+    const { app, locks, store } = blobService();
+    const lease = await locks.acquire("invoice-42");
+    // Requests to blobs.test reach the app in-process; the store's own Redis traffic goes out as usual.
+    const toApp = (real: typeof fetch): typeof fetch => async (input, init) => {
+      const request = new Request(input, init);
+      return new URL(request.url).host === "blobs.test" ? app.fetch(request) : real(request);
+    };
+    const ok = await withFetch(toApp, () => fencedFetch(lease, "http://blobs.test/blobs/invoice-42", { method: "PUT", body: "v1" }));
+    expect(ok.status).toBe(200);
+    expect(await store.read("invoice-42")).toEqual({ value: "v1", fence: lease.fence });
+
+    await store.claim("invoice-42", lease.fence + 1);
+    const stale = await withFetch(toApp, () =>
+      fencedFetch(lease, "http://blobs.test/blobs/invoice-42", { method: "PUT", body: "v2" }).catch((e: unknown) => e),
+    );
+    expect(stale).toBeInstanceOf(StaleFenceError);
+    expect(stale).toMatchObject({ fence: lease.fence, highestFence: lease.fence + 1 });
+    await lease.release();
+  });
+
+  it("aborts the request when the lease is gone", async () => {
+    const { locks } = blobService();
+    const lease = await locks.acquire("invoice-43");
+    await lease.release();
+    await expect(fencedFetch(lease, "http://blobs.test/never")).rejects.toThrow(/released/);
+  });
+});
