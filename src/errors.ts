@@ -13,13 +13,16 @@ export class LockTimeoutError extends LockError {
   override readonly name = "LockTimeoutError";
   readonly lockName: string;
   readonly waitedMs: number;
-  constructor(lockName: string, waitedMs: number) {
+  /** The holder's remaining TTL at the last attempt: the earliest the lock frees up unless released. */
+  readonly retryAfterMs: number;
+  constructor(lockName: string, waitedMs: number, retryAfterMs: number) {
     super(
       "LOCK_TIMEOUT",
       `Lock "${lockName}" stayed busy for ${waitedMs} ms. Raise waitMs, or use tryAcquire() to fail fast.`,
     );
     this.lockName = lockName;
     this.waitedMs = waitedMs;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 

@@ -68,7 +68,7 @@ export function createLocks(options: LocksOptions): Locks {
   const backend = leaseBackend(run);
   const attempt = attemptAcquire(run, backend);
 
-  async function acquireWithin(name: string, opts: AcquireOptions, waitMs: number): Promise<Lease | null> {
+  async function acquireWithin(name: string, opts: AcquireOptions, waitMs: number): Promise<Lease | Busy> {
     const leaseMs = opts.leaseMs ?? config.leaseMs;
     const owner = opts.owner ?? newToken();
     // The same request id on every attempt: an attempt that landed unseen is not counted twice.
@@ -79,7 +79,7 @@ export function createLocks(options: LocksOptions): Locks {
       const outcome = await attempt(name, owner, requestId, leaseMs);
       if (outcome instanceof Lease) return keepUnlessAborted(outcome, opts.signal);
       const budgetMs = deadline - performance.now();
-      if (budgetMs <= 0) return null;
+      if (budgetMs <= 0) return outcome;
       await sleep(retryDelayMs(tries, outcome.busyForMs, budgetMs), opts.signal);
     }
   }
@@ -88,14 +88,15 @@ export function createLocks(options: LocksOptions): Locks {
     checkName(name);
     const opts = parseOptions(acquireOptionsSchema, options, "acquire options");
     const waitMs = opts.waitMs ?? config.waitMs;
-    const lease = await acquireWithin(name, opts, waitMs);
-    if (lease === null) throw new LockTimeoutError(name, waitMs);
-    return lease;
+    const outcome = await acquireWithin(name, opts, waitMs);
+    if (outcome instanceof Lease) return outcome;
+    throw new LockTimeoutError(name, waitMs, outcome.busyForMs);
   }
 
   async function tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null> {
     checkName(name);
-    return acquireWithin(name, parseOptions(tryAcquireOptionsSchema, options, "tryAcquire options"), 0);
+    const outcome = await acquireWithin(name, parseOptions(tryAcquireOptionsSchema, options, "tryAcquire options"), 0);
+    return outcome instanceof Lease ? outcome : null;
   }
 
   async function withLock<T>(name: string, fn: (lease: Lease) => Promise<T> | T, options?: AcquireOptions) {
@@ -122,6 +123,11 @@ export function createLocks(options: LocksOptions): Locks {
   return { acquire, tryAcquire, withLock, resume, inspect };
 }
 
+/** A busy lock: how long its holder's lease still runs. */
+interface Busy {
+  busyForMs: number;
+}
+
 type Run = (script: scripts.LuaScript, name: string, args: string[], owner: string) => Promise<number[]>;
 
 function leaseBackend(run: Run): LeaseBackend {
@@ -141,7 +147,7 @@ function leaseBackend(run: Run): LeaseBackend {
 }
 
 function attemptAcquire(run: Run, backend: LeaseBackend) {
-  return async function attempt(name: string, owner: string, requestId: string, leaseMs: number) {
+  return async function attempt(name: string, owner: string, requestId: string, leaseMs: number): Promise<Lease | Busy> {
     const sentAt = performance.now();
     const args = [owner, requestId, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS)];
     const [held, fenceOrTtl = 0, , ttl = 0] = await run(scripts.acquire, name, args, owner);

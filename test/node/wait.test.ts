@@ -54,6 +54,7 @@ describe("acquire waits", () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockTimeoutError);
     expect(error).toMatchObject({ code: "LOCK_TIMEOUT", lockName: "stock:9", waitedMs: 300 });
+    expect((error as LockTimeoutError).retryAfterMs).toBeGreaterThan(9_000);
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
     await holder.release();
   });

@@ -1,0 +1,58 @@
+import { LockTimeoutError, LockUnavailableError } from "./errors.ts";
+import type { Lease } from "./lease.ts";
+import type { Locks } from "./locks.ts";
+import type { Problem } from "./problem.ts";
+
+/** The part of a Workers ExecutionContext a guard needs. */
+export interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+export interface GuardSettings {
+  waitMs: number;
+  leaseMs: number | undefined;
+  signal?: AbortSignal;
+}
+
+/** Why a guarded request was turned away, as a problem and the headers that go with it. */
+export interface Refusal {
+  problem: Problem;
+  headers: Record<string, string>;
+}
+
+/** Takes the lock for one request, or says why not: busy (423) or Redis unreachable (503). */
+export async function enterGuard(locks: Locks, name: string, settings: GuardSettings): Promise<Lease | Refusal> {
+  const { waitMs, leaseMs, signal } = settings;
+  try {
+    return await locks.acquire(name, { waitMs, ...(leaseMs ? { leaseMs } : {}), ...(signal ? { signal } : {}) });
+  } catch (error) {
+    if (error instanceof LockTimeoutError) return locked(error.retryAfterMs);
+    if (error instanceof LockUnavailableError) return unavailable();
+    throw error;
+  }
+}
+
+/** Releases after the request: awaited, or handed to waitUntil so the response is not held up. */
+export async function leaveGuard(lease: Lease, background: WaitUntil | undefined): Promise<void> {
+  // The lease lapses by its TTL if this fails; the handler's own outcome must stand.
+  const release = lease.release().catch(() => undefined);
+  if (background) background.waitUntil(release);
+  else await release;
+}
+
+function locked(retryAfterMs: number): Refusal {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return {
+    problem: { type: "urn:fencelock:problem:locked", title: "Locked", status: 423,
+      detail: `Another request holds this resource; retry in ${seconds} s.`, retryAfter: seconds },
+    headers: { "Retry-After": String(seconds) },
+  };
+}
+
+function unavailable(): Refusal {
+  return {
+    problem: { type: "urn:fencelock:problem:lock-unavailable", title: "Lock service unavailable", status: 503,
+      detail: "The lock could not be taken because Redis did not answer; retry shortly." },
+    headers: { "Retry-After": "1" },
+  };
+}

@@ -1,0 +1,68 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { enterGuard, leaveGuard, type Refusal } from "./guard.ts";
+import { Lease } from "./lease.ts";
+import type { Locks } from "./locks.ts";
+import { problemResponse } from "./problem.ts";
+
+/** What lockGuard() puts on the context: `c.get("lease")`. */
+export type LockVariables = { lease: Lease };
+
+export interface LockGuardOptions {
+  /** The lock set, or a function of the context (on Workers, Redis credentials arrive in c.env). */
+  locks: Locks | ((c: Context) => Locks);
+  /** The lock a request needs, e.g. `(c) => \`order:${c.req.param("id")}\``. */
+  name: (c: Context) => string | undefined;
+  /** How long to wait for a busy lock before answering 423 (default 0: answer at once). */
+  waitMs?: number;
+  /** Lease length for this route; the lock set's default otherwise. */
+  leaseMs?: number;
+  /** "await" releases before the response is sent; "waitUntil" releases in the background. */
+  release?: "await" | "waitUntil";
+  /** Builds the 423 (and 503) response; by default application/problem+json with Retry-After. */
+  onLocked?: (c: Context, refusal: Refusal) => Response | Promise<Response>;
+}
+
+/**
+ * Lets one request at a time through a route, per lock name. Others get `423 Locked` with
+ * `Retry-After`. The handler finds the lease in `c.get("lease")`: heartbeat it when work
+ * runs long, pass `lease.signal` to downstream fetches and `lease.fence` to storage. The
+ * lock is released after the handler, whether it returned or threw.
+ *
+ * @example
+ * const app = new Hono<{ Variables: LockVariables }>();
+ * app.post("/orders/:id/pay", lockGuard({ locks, name: (c) => `order:${c.req.param("id")}` }), async (c) => {
+ *   const lease = c.get("lease");
+ *   await charge(c.req.param("id"), { fencingToken: lease.fence, signal: lease.signal });
+ *   return c.json({ paid: true });
+ * });
+ */
+export function lockGuard({
+  locks,
+  name,
+  waitMs = 0,
+  leaseMs,
+  release = "await",
+  onLocked = (_c, { problem, headers }) => problemResponse(problem, headers),
+}: LockGuardOptions): MiddlewareHandler<{ Variables: LockVariables }> {
+  return async function lockGuard(c, next) {
+    const lockSet = typeof locks === "function" ? locks(c) : locks;
+    // An undefined name is a routing mistake: acquire() rejects the empty name.
+    const entered = await enterGuard(lockSet, name(c) ?? "", { waitMs, leaseMs, signal: c.req.raw.signal });
+    if (!(entered instanceof Lease)) return onLocked(c, entered);
+    c.set("lease", entered);
+    try {
+      await next();
+    } finally {
+      await leaveGuard(entered, release === "waitUntil" ? executionContext(c) : undefined);
+    }
+  };
+}
+
+/** Hono throws when there is no execution context (Node, tests); release inline then. */
+function executionContext(c: Context) {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined;
+  }
+}

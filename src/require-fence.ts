@@ -1,0 +1,80 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { LockUnavailableError, StaleFenceError } from "./errors.ts";
+import { FENCE_HEADER, parseFenceHeader } from "./fence.ts";
+import { STALE_FENCE_PROBLEM } from "./fenced-fetch.ts";
+import type { FencedStore } from "./fenced-store.ts";
+import { problemResponse, type Problem } from "./problem.ts";
+
+/** What requireFence() puts on the context: `c.get("fence")`. */
+export type FenceVariables = { fence: number };
+
+export interface RequireFenceOptions {
+  /** The fenced store whose resources this route writes. */
+  store: FencedStore;
+  /** The resource a request writes, e.g. `(c) => c.req.param("id")`. */
+  resource: (c: Context) => string | undefined;
+  /** Register the fence at the store before the handler runs (default true): see "claim" in the README. */
+  claim?: boolean;
+  /** Builds the error response; by default an application/problem+json body. */
+  onProblem?: (c: Context, problem: Problem) => Response | Promise<Response>;
+}
+
+/**
+ * Guards a storage route with fencing tokens: the request must carry its lease's fence in
+ * the Fencing-Token header; missing -> 428, malformed -> 400, older than one the resource
+ * has seen -> 409 with the highest fence. The handler gets the fence from `c.get("fence")`
+ * and must still write through `store.write(resource, value, fence)`, which checks again
+ * atomically; a StaleFenceError it throws also becomes a 409.
+ *
+ * @example
+ * const app = new Hono<{ Variables: FenceVariables }>();
+ * app.put("/blobs/:id", requireFence({ store, resource: (c) => c.req.param("id") }), async (c) => {
+ *   await store.write(c.req.param("id"), await c.req.json(), c.get("fence"));
+ *   return c.body(null, 204);
+ * });
+ */
+export function requireFence({
+  store,
+  resource,
+  claim = true,
+  onProblem = (_c, problem) => problemResponse(problem),
+}: RequireFenceOptions): MiddlewareHandler<{ Variables: FenceVariables }> {
+  return async function requireFence(c, next) {
+    const parsed = parseFenceHeader(c.req.header(FENCE_HEADER));
+    if (!parsed.ok) return onProblem(c, headerProblem(parsed.problem));
+    try {
+      // An undefined resource is a routing mistake: the store rejects the empty name.
+      if (claim) await store.claim(resource(c) ?? "", parsed.fence);
+      c.set("fence", parsed.fence);
+      await next();
+    } catch (error) {
+      const problem = storeProblem(error);
+      if (!problem) throw error;
+      return onProblem(c, problem);
+    }
+    // Hono hands a handler's error to onError before we see it; the stale write is still ours to answer.
+    const problem = storeProblem(c.error);
+    if (problem) c.res = await onProblem(c, problem);
+  };
+}
+
+function headerProblem(kind: "missing" | "malformed"): Problem {
+  return kind === "missing"
+    ? { type: "urn:fencelock:problem:fence-required", title: "Fencing token required", status: 428,
+        detail: `Send the lease's fence in the ${FENCE_HEADER} header.` }
+    : { type: "urn:fencelock:problem:malformed-fence", title: "Malformed fencing token", status: 400,
+        detail: `${FENCE_HEADER} must be a positive integer below 2^53, in decimal digits only.` };
+}
+
+function storeProblem(error: unknown): Problem | null {
+  if (error instanceof StaleFenceError) {
+    return { type: STALE_FENCE_PROBLEM, title: "Stale fencing token", status: 409,
+      detail: `Fence ${error.fence} is older than fence ${error.highestFence}, already seen here.`,
+      fence: error.fence, highestFence: error.highestFence };
+  }
+  if (error instanceof LockUnavailableError) {
+    return { type: "urn:fencelock:problem:fence-check-unavailable", title: "Fence check unavailable",
+      status: 503, detail: "The fence could not be checked; retry later." };
+  }
+  return null;
+}

@@ -1,0 +1,49 @@
+import { enterGuard, leaveGuard, type Refusal, type WaitUntil } from "./guard.ts";
+import { Lease } from "./lease.ts";
+import type { Locks } from "./locks.ts";
+import { problemResponse } from "./problem.ts";
+
+export type { Refusal, WaitUntil } from "./guard.ts";
+
+export interface GuardFetchOptions<Env> {
+  /** The lock set for this environment, e.g. built from env.UPSTASH_REDIS_REST_URL / _TOKEN. */
+  locks: (env: Env) => Locks;
+  /** The lock a request needs; e.g. `(request) => new URL(request.url).pathname`. */
+  name: (request: Request, env: Env) => string | undefined;
+  /** How long to wait for a busy lock before answering 423 (default 0). */
+  waitMs?: number;
+  leaseMs?: number;
+  /** "await" releases before the response is returned; "waitUntil" releases in the background. */
+  release?: "await" | "waitUntil";
+  /** Builds the 423 (and 503) response; by default application/problem+json with Retry-After. */
+  onLocked?: (request: Request, refusal: Refusal) => Response | Promise<Response>;
+}
+
+export type GuardedHandler<Env, Ctx> = (request: Request, env: Env, ctx: Ctx, lease: Lease) => Response | Promise<Response>;
+
+/**
+ * lockGuard for a plain Workers `fetch` handler, without Hono: one request at a time per
+ * lock name, 423 with Retry-After for the others, release after the handler returns or throws.
+ *
+ * @example
+ * export default {
+ *   fetch: guardFetch({
+ *     locks: (env: Env) => createLocks({ redis: new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }) }),
+ *     name: (request) => new URL(request.url).pathname,
+ *   }, async (request, env, ctx, lease) => new Response(`fence ${lease.fence}`)),
+ * };
+ */
+export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
+  { locks, name, waitMs = 0, leaseMs, release = "await", onLocked = (_r, { problem, headers }) => problemResponse(problem, headers) }: GuardFetchOptions<Env>,
+  handler: GuardedHandler<Env, Ctx>,
+): (request: Request, env: Env, ctx: Ctx) => Promise<Response> {
+  return async function guardedFetch(request, env, ctx) {
+    const entered = await enterGuard(locks(env), name(request, env) ?? "", { waitMs, leaseMs, signal: request.signal });
+    if (!(entered instanceof Lease)) return onLocked(request, entered);
+    try {
+      return await handler(request, env, ctx, entered);
+    } finally {
+      await leaveGuard(entered, release === "waitUntil" ? ctx : undefined);
+    }
+  };
+}
