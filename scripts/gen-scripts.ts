@@ -7,12 +7,14 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const generatedPath = `${root}src/scripts.gen.ts`;
 
-// Comment lines and blank lines stay in lua/ for readers but are not shipped:
-// the script text is part of every worker bundle and every cold EVAL.
+// Comments, blank lines and indentation stay in lua/ for readers but are not shipped: the
+// script text is part of every worker bundle and every cold EVAL. (No script has a
+// multi-line string, so leading whitespace is never part of a value.)
 function stripComments(source: string): string {
   return source
     .split("\n")
-    .filter((line) => line.trim() !== "" && !line.trim().startsWith("--"))
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("--"))
     .join("\n");
 }
 

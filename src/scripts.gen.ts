@@ -8,32 +8,32 @@ export interface LuaScript {
 
 export const acquire: LuaScript = {
   name: "acquire.lua",
-  sha1: "859399f840c7fbb5c03dcac5a6b8b10af4159905",
-  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal owner, seen = ARGV[1], 'q:' .. ARGV[2]\nlocal leaseMs, fenceTtlMs = tonumber(ARGV[3]), tonumber(ARGV[4])\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')\nif cur[1] == false then\n  local t = redis.call('TIME')\n  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n  local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')\n  local fence = string.format('%d', math.max(last + 1, now))\n  redis.call('HSET', lock, 'owner', owner, 'fence', fence, 'holds', 1, seen, 1)\n  redis.call('PEXPIRE', lock, leaseMs)\n  redis.call('HSET', fenceKey, 'last', fence)\n  redis.call('PEXPIRE', fenceKey, fenceTtlMs)\n  return {1, tonumber(fence), 1, leaseMs}\nend\nif cur[1] ~= owner then\n  return {0, redis.call('PTTL', lock)}\nend\nlocal holds = tonumber(cur[3])\nif redis.call('HSETNX', lock, seen, 1) == 1 then\n  holds = redis.call('HINCRBY', lock, 'holds', 1)\nend\nlocal ttl = redis.call('PTTL', lock)\nif ttl < leaseMs then\n  redis.call('PEXPIRE', lock, leaseMs)\n  redis.call('PEXPIRE', fenceKey, fenceTtlMs)\n  ttl = leaseMs\nend\nreturn {1, tonumber(cur[2]), holds, ttl}",
+  sha1: "0ca2c4e188ea83287ce8c4b17661bb4a0ed65429",
+  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal owner, seen = ARGV[1], 'q:' .. ARGV[2]\nlocal leaseMs, fenceTtlMs = tonumber(ARGV[3]), tonumber(ARGV[4])\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')\nif cur[1] == false then\nlocal t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\nlocal last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')\nlocal fence = string.format('%d', math.max(last + 1, now))\nredis.call('HSET', lock, 'owner', owner, 'fence', fence, 'holds', 1, seen, 1)\nredis.call('PEXPIRE', lock, leaseMs)\nredis.call('HSET', fenceKey, 'last', fence)\nredis.call('PEXPIRE', fenceKey, fenceTtlMs)\nreturn {1, tonumber(fence), 1, leaseMs}\nend\nif cur[1] ~= owner then\nreturn {0, redis.call('PTTL', lock)}\nend\nlocal holds = tonumber(cur[3])\nif redis.call('HSETNX', lock, seen, 1) == 1 then\nholds = redis.call('HINCRBY', lock, 'holds', 1)\nend\nlocal ttl = redis.call('PTTL', lock)\nif ttl < leaseMs then\nredis.call('PEXPIRE', lock, leaseMs)\nredis.call('PEXPIRE', fenceKey, fenceTtlMs)\nttl = leaseMs\nend\nreturn {1, tonumber(cur[2]), holds, ttl}",
 };
 
 export const heartbeat: LuaScript = {
   name: "heartbeat.lua",
-  sha1: "ad9678679483f18d60d5466bba43089204125260",
-  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence')\nif cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then\n  return {0}\nend\nlocal leaseMs = tonumber(ARGV[3])\nredis.call('PEXPIRE', lock, leaseMs)\nredis.call('PEXPIRE', fenceKey, tonumber(ARGV[4]))\nreturn {1, leaseMs}",
+  sha1: "569b50aecb0747d13dc62dca076d1f933a933c93",
+  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence')\nif cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then\nreturn {0}\nend\nlocal leaseMs = tonumber(ARGV[3])\nredis.call('PEXPIRE', lock, leaseMs)\nredis.call('PEXPIRE', fenceKey, tonumber(ARGV[4]))\nreturn {1, leaseMs}",
 };
 
 export const inspect: LuaScript = {
   name: "inspect.lua",
-  sha1: "518ee031c629a216068fd1118b1211e39592bd69",
-  text: "local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'holds')\nif cur[1] == false then\n  local last = redis.call('HGET', KEYS[2], 'last')\n  return {0, tonumber(last or '0'), 0, 0}\nend\nreturn {1, tonumber(cur[2]), redis.call('PTTL', KEYS[1]), tonumber(cur[3])}",
+  sha1: "a821b12fa90eea433979a741e90afa047aad6093",
+  text: "local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'holds')\nif cur[1] == false then\nlocal last = redis.call('HGET', KEYS[2], 'last')\nreturn {0, tonumber(last or '0'), 0, 0}\nend\nreturn {1, tonumber(cur[2]), redis.call('PTTL', KEYS[1]), tonumber(cur[3])}",
 };
 
 export const release: LuaScript = {
   name: "release.lua",
-  sha1: "f81ab21f28fc09c633b60c7e24bc91ced988b587",
-  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')\nif cur[1] == owner and cur[2] == fence then\n  local holds = tonumber(cur[3])\n  if redis.call('HSETNX', lock, seen, 1) == 0 then\n    return {1, holds}\n  end\n  if holds > 1 then\n    return {1, redis.call('HINCRBY', lock, 'holds', -1)}\n  end\n  redis.call('DEL', lock)\n  redis.call('HSET', fenceKey, 'released', fence)\n  return {1, 0}\nend\nif redis.call('HGET', fenceKey, 'released') == fence then\n  return {1, 0}\nend\nreturn {0}",
+  sha1: "4eea3348d08047bbdd681ee2ade38138aede94a3",
+  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')\nif cur[1] == owner and cur[2] == fence then\nlocal holds = tonumber(cur[3])\nif redis.call('HSETNX', lock, seen, 1) == 0 then\nreturn {1, holds}\nend\nif holds > 1 then\nreturn {1, redis.call('HINCRBY', lock, 'holds', -1)}\nend\nredis.call('DEL', lock)\nredis.call('HSET', fenceKey, 'released', fence)\nreturn {1, 0}\nend\nif redis.call('HGET', fenceKey, 'released') == fence then\nreturn {1, 0}\nend\nreturn {0}",
 };
 
 export const storeClaim: LuaScript = {
   name: "store-claim.lua",
-  sha1: "8d7115f0a56843ef8cb0528c7faac17bed07737a",
-  text: "local fence = ARGV[1]\nif not string.match(fence, '^[1-9][0-9]*$') or #fence > 16 or tonumber(fence) > 9007199254740991 then\n  return redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal cur = redis.call('HMGET', KEYS[1], 'fence', 'value')\nlocal highest = tonumber(cur[1] or '0')\nif tonumber(fence) < highest then\n  return {0, highest}\nend\nredis.call('HSET', KEYS[1], 'fence', fence)\nlocal ttlMs = tonumber(ARGV[2])\nif ttlMs > 0 then redis.call('PEXPIRE', KEYS[1], ttlMs) end\nif cur[2] then return {1, tonumber(fence), 'v:' .. cur[2]} end\nreturn {1, tonumber(fence)}",
+  sha1: "6ab66e2e168a24886c6a5414986c18d3cdc1e797",
+  text: "local fence = ARGV[1]\nif not string.match(fence, '^[1-9][0-9]*$') or #fence > 16 or tonumber(fence) > 9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal cur = redis.call('HMGET', KEYS[1], 'fence', 'value')\nlocal highest = tonumber(cur[1] or '0')\nif tonumber(fence) < highest then\nreturn {0, highest}\nend\nredis.call('HSET', KEYS[1], 'fence', fence)\nlocal ttlMs = tonumber(ARGV[2])\nif ttlMs > 0 then redis.call('PEXPIRE', KEYS[1], ttlMs) end\nif cur[2] then return {1, tonumber(fence), 'v:' .. cur[2]} end\nreturn {1, tonumber(fence)}",
 };
 
 export const storeRead: LuaScript = {
@@ -44,6 +44,6 @@ export const storeRead: LuaScript = {
 
 export const storeWrite: LuaScript = {
   name: "store-write.lua",
-  sha1: "d689a40fb70e449802db2c37aa9bb476d4427a7a",
-  text: "local fence = ARGV[1]\nif not string.match(fence, '^[1-9][0-9]*$') or #fence > 16 or tonumber(fence) > 9007199254740991 then\n  return redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal highest = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0')\nif tonumber(fence) < highest then\n  return {0, highest}\nend\nredis.call('HSET', KEYS[1], 'fence', fence, 'value', ARGV[2])\nlocal ttlMs = tonumber(ARGV[3])\nif ttlMs > 0 then redis.call('PEXPIRE', KEYS[1], ttlMs) end\nreturn {1, tonumber(fence)}",
+  sha1: "056587da5c7409ba238c3d317b7e7cfa9cdfd0e4",
+  text: "local fence = ARGV[1]\nif not string.match(fence, '^[1-9][0-9]*$') or #fence > 16 or tonumber(fence) > 9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal highest = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0')\nif tonumber(fence) < highest then\nreturn {0, highest}\nend\nredis.call('HSET', KEYS[1], 'fence', fence, 'value', ARGV[2])\nlocal ttlMs = tonumber(ARGV[3])\nif ttlMs > 0 then redis.call('PEXPIRE', KEYS[1], ttlMs) end\nreturn {1, tonumber(fence)}",
 };

@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { startWorker, type StartedWorker } from "../../scripts/worker-runtime.ts";
+import { uniquePrefix } from "../support/upstash.ts";
+
+// lockGuard and guardFetch inside real workerd, against real Redis through the local server.
+let worker: StartedWorker;
+beforeAll(async () => {
+  const { url, token } = inject("upstash");
+  worker = await startWorker(new URL("../workers/guard/worker.ts", import.meta.url), {
+    bindings: { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token, PREFIX: uniquePrefix("workerd") },
+  });
+});
+afterAll(() => worker?.dispose());
+
+const post = (path: string) => worker.fetch(path, { method: "POST" });
+
+describe.each(["/jobs", "/plain"])("%s: one request at a time per name", (base) => {
+  it("lets one request in and answers a concurrent one 423 with Retry-After", async () => {
+    const first = post(`${base}/a1?holdMs=1500`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const second = await post(`${base}/a1`);
+    expect(second.status).toBe(423);
+    expect(second.headers.get("Content-Type")).toBe("application/problem+json");
+    // The holder's 5 s lease has 4-5 s left: Retry-After says so, in whole seconds.
+    expect(Number(second.headers.get("Retry-After"))).toBeGreaterThanOrEqual(4);
+    expect(Number(second.headers.get("Retry-After"))).toBeLessThanOrEqual(5);
+    expect(await second.json()).toMatchObject({ status: 423, title: "Locked" });
+    expect((await first).status).toBe(200);
+  });
+
+  it("releases the lock after the handler, so the next request gets in with a higher fence", async () => {
+    const a = (await (await post(`${base}/a2`)).json()) as { fence: number };
+    await new Promise((resolve) => setTimeout(resolve, 50)); // "waitUntil" release may still be in flight
+    const b = (await (await post(`${base}/a2`)).json()) as { fence: number };
+    expect(b.fence).toBeGreaterThan(a.fence);
+  });
+});
+
+describe("lockGuard in workerd", () => {
+  it("releases after a throwing handler", async () => {
+    expect((await post("/jobs/b1/fail")).status).toBe(500);
+    expect(await (await worker.fetch("/jobs/b1")).json()).toMatchObject({ held: false });
+    expect((await post("/jobs/b1")).status).toBe(200);
+  });
+
+  it("with waitMs > 0 waits for the holder and then succeeds", async () => {
+    const holder = post("/jobs/b2?holdMs=600");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = performance.now();
+    const patient = await post("/jobs/b2/patient");
+    expect(patient.status).toBe(200);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+    const [h, p] = [(await (await holder).json()) as { fence: number }, (await patient.json()) as { fence: number }];
+    expect(p.fence).toBeGreaterThan(h.fence);
+  });
+
+  it("lets a long handler heartbeat through the lease", async () => {
+    const body = (await (await post("/jobs/b3/heartbeat")).json()) as { remainingMs: number; aborted: boolean };
+    expect(body.aborted).toBe(false);
+    expect(body.remainingMs).toBeGreaterThan(4_000);
+  });
+});
+
+describe("guardFetch in workerd", () => {
+  it("releases after a throwing handler (in the background via waitUntil)", async () => {
+    expect((await worker.fetch("/plain/c1", { method: "DELETE" })).status).toBe(500);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await (await worker.fetch("/jobs/c1")).json()).toMatchObject({ held: false });
+  });
+});

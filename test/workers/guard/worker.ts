@@ -1,0 +1,56 @@
+// Runs inside workerd (Miniflare): lockGuard and guardFetch against real Redis via the local server.
+import { Redis } from "@upstash/redis/cloudflare";
+import { Hono } from "hono";
+import { createLocks, type Locks } from "../../../src/index.ts";
+import { lockGuard, type LockVariables } from "../../../src/hono.ts";
+import { guardFetch, type WaitUntil } from "../../../src/worker.ts";
+
+interface Env {
+  UPSTASH_REDIS_REST_URL: string;
+  UPSTASH_REDIS_REST_TOKEN: string;
+  PREFIX: string;
+}
+
+function locksFor(env: Env): Locks {
+  const redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false });
+  return createLocks({ redis, prefix: env.PREFIX, leaseMs: 5_000 });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const app = new Hono<{ Bindings: Env; Variables: LockVariables }>();
+const guard = (waitMs = 0) =>
+  lockGuard({ locks: (c) => locksFor(c.env as Env), name: (c) => `job:${c.req.param("id")}`, waitMs });
+
+app.post("/jobs/:id", guard(), async (c) => {
+  await sleep(Number(c.req.query("holdMs") ?? 0));
+  return c.json({ fence: c.get("lease").fence });
+});
+app.post("/jobs/:id/patient", guard(3_000), (c) => c.json({ fence: c.get("lease").fence }));
+app.post("/jobs/:id/fail", guard(), () => {
+  throw new Error("handler failed");
+});
+app.post("/jobs/:id/heartbeat", guard(), async (c) => {
+  const lease = c.get("lease");
+  await sleep(200);
+  await lease.heartbeat();
+  return c.json({ remainingMs: lease.remainingMs(), aborted: lease.signal.aborted });
+});
+app.get("/jobs/:id", async (c) => c.json(await locksFor(c.env).inspect(`job:${c.req.param("id")}`)));
+app.onError((error, c) => c.json({ error: error.message }, 500));
+
+const plain = guardFetch<Env, WaitUntil>(
+  { locks: locksFor, name: (request) => `job:${new URL(request.url).pathname.split("/")[2]}`, release: "waitUntil" },
+  async (request, _env, _ctx, lease) => {
+    const holdMs = Number(new URL(request.url).searchParams.get("holdMs") ?? 0);
+    await sleep(holdMs);
+    if (request.method === "DELETE") throw new Error("plain handler failed");
+    return Response.json({ fence: lease.fence });
+  },
+);
+
+export default {
+  fetch(request: Request, env: Env, ctx: WaitUntil) {
+    return new URL(request.url).pathname.startsWith("/plain/") ? plain(request, env, ctx) : app.fetch(request, env, ctx as Parameters<typeof app.fetch>[2]);
+  },
+};
