@@ -1,0 +1,90 @@
+import { LockConfigError } from "../errors.ts";
+
+/** A value sent as a bound statement parameter; never spliced into SQL text. */
+export type SqlValue = string | number | boolean | null;
+
+declare const brand: unique symbol;
+
+/** SQL text written in the source as sql`...`: the only way to put an expression into a fenced statement. */
+export interface SqlExpression {
+  readonly [brand]: "SqlExpression";
+}
+
+interface Template {
+  strings: readonly string[];
+  values: readonly SqlValue[];
+}
+
+// Only sql`...` can fill this map, so holding an SqlExpression proves its text came from a template literal.
+const templates = new WeakMap<object, Template>();
+
+/**
+ * Marks literal SQL text as an expression for `set` or `where`. Interpolated `${values}`
+ * become bound parameters, never text. The text must stand alone as one expression (no `;`,
+ * comments, placeholders, backslashes or unbalanced parentheses), so it can never switch off the fence guard.
+ *
+ * @example
+ * set: { remaining: sql`remaining - ${quantity}` }, where: sql`remaining >= ${quantity}`
+ */
+export function sql(strings: TemplateStringsArray, ...values: SqlValue[]): SqlExpression {
+  // A frozen array with `raw` is what the engine passes a tag; sql(["..."]) from a built string is not.
+  if (!Array.isArray(strings) || !Array.isArray(strings.raw) || !Object.isFrozen(strings)) {
+    throw new LockConfigError("sql expression", ["use sql as a template tag: sql`remaining - 1`"]);
+  }
+  values.forEach((value) => checkValue(value, "sql expression value"));
+  const problem = findProblem(strings);
+  if (problem !== null) throw new LockConfigError("sql expression", [`${problem} in sql\`${strings.join("${...}")}\``]);
+  const expression = Object.freeze({}) as SqlExpression;
+  templates.set(expression, { strings: [...strings], values: [...values] });
+  return expression;
+}
+
+export function isSqlExpression(value: unknown): value is SqlExpression {
+  return typeof value === "object" && value !== null && templates.has(value);
+}
+
+/** The expression's text with each interpolated value replaced by whatever `bind` returns for it. */
+export function renderExpression(expression: SqlExpression, bind: (value: SqlValue) => string): string {
+  const template = templates.get(expression);
+  if (template === undefined) throw new LockConfigError("sql expression", ["expected a value made by sql`...`"]);
+  return template.strings.reduce((text, piece, i) => text + bind(template.values[i - 1] ?? null) + piece);
+}
+
+/** Throws LockConfigError unless `value` can be bound as a parameter by D1 and Postgres drivers alike. */
+export function checkValue(value: unknown, what: string): SqlValue {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  throw new LockConfigError(what, [`expected a string, finite number, boolean or null, got ${String(value)}`]);
+}
+
+// Not `[`: SQLite reads it as a quote, Postgres as a subscript, and the scan must never
+// think it is inside quotes where the database thinks it is not.
+const QUOTES = "'\"`";
+
+// Positional placeholders are refused because one inside an expression would shift every
+// later parameter, fence included; named ones (:a @a $a) take positions in SQLite too.
+function findProblem(strings: readonly string[]): string | null {
+  let closing: string | null = null;
+  let depth = 0;
+  for (const [index, text] of strings.entries()) {
+    if (index > 0 && closing !== null) return "an interpolated value inside quotes would not be bound";
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i] ?? "";
+      const pair = text.slice(i, i + 2);
+      if (c === "\\") return "a backslash (Postgres E'' escapes make quotes ambiguous)";
+      if (closing !== null) {
+        if (c === closing) closing = null;
+      } else if (QUOTES.includes(c)) closing = c;
+      else if (pair === "::") i++; // a Postgres cast, not a named parameter
+      else if (c === ";") return "a `;` would end the statement";
+      else if (pair === "--" || pair === "/*") return "a comment could hide the rest of the statement";
+      else if ("?$@:".includes(c)) return `a \`${c}\` placeholder would misnumber the parameters (interpolate \${value} instead)`;
+      else if (c === "(") depth++;
+      else if (c === ")" && --depth < 0) return "a `)` closes a parenthesis the expression did not open";
+    }
+  }
+  if (closing !== null) return "an unterminated quote";
+  if (depth !== 0) return "an unclosed `(`";
+  if (strings.length === 1 && strings[0]?.trim() === "") return "an empty expression";
+  return null;
+}

@@ -1,0 +1,183 @@
+import { LockConfigError } from "../errors.ts";
+import { checkFence } from "../fence.ts";
+import { checkValue, isSqlExpression, renderExpression, type SqlExpression, type SqlValue } from "./expression.ts";
+
+/** `?` for SQLite and D1, `$n` for Postgres' `$1, $2, ...`. */
+export type Placeholders = "?" | "$n";
+
+/** Statement text and its parameters, in placeholder order, for any driver. */
+export interface SqlStatement {
+  text: string;
+  params: SqlValue[];
+}
+
+/** One row of a table with a `fence BIGINT NOT NULL DEFAULT 0` column, found by its primary or unique key. */
+export interface FencedRow {
+  table: string;
+  /** Column(s) and value(s) of the row's key, e.g. `{ id: "evt-1" }`; must be the primary key or unique for upserts. */
+  key: Record<string, SqlValue>;
+  /** The lease's fence: the write applies iff it is at least the highest fence the row has seen. */
+  fence: number;
+}
+
+/** Updates an existing row. `set` may use sql`...` expressions; `where` adds a guard ANDed to the fence check. */
+export interface FencedUpdate extends FencedRow {
+  set: Record<string, SqlValue | SqlExpression>;
+  where?: SqlExpression;
+  upsert?: false;
+}
+
+/** Inserts the row when missing, else updates it; plain values only, since a new row has nothing to compute from. */
+export interface FencedUpsert extends FencedRow {
+  set: Record<string, SqlValue>;
+  where?: never;
+  upsert: true;
+}
+
+export type FencedWrite = FencedUpdate | FencedUpsert;
+
+/** Registers the fence on the row before a read-modify-write; `upsert` creates the row (other columns need defaults). */
+export interface FencedClaim extends FencedRow {
+  upsert?: boolean;
+}
+
+/** A statement plus what the runner needs to explain a refusal. */
+export interface Built {
+  statement: SqlStatement;
+  /** Reads the row's fence; run only after a refusal, to tell stale from guard from missing. */
+  report: SqlStatement;
+  resource: string;
+  fence: number;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+const FENCE = '"fence"';
+
+/** Identifiers cannot be bound, so only plain names pass, and they are quoted so keywords work too. */
+function identifier(name: unknown, what: string): string {
+  if (typeof name !== "string" || !IDENTIFIER.test(name)) {
+    throw new LockConfigError(what, [`expected a name matching ${IDENTIFIER}, got ${JSON.stringify(name) ?? String(name)}`]);
+  }
+  return `"${name}"`;
+}
+
+function entries(record: unknown, what: string): [string, unknown][] {
+  if (typeof record !== "object" || record === null || Array.isArray(record) || isSqlExpression(record)) {
+    throw new LockConfigError(what, ["expected an object of column: value"]);
+  }
+  const list = Object.entries(record);
+  if (list.length === 0) throw new LockConfigError(what, ["expected at least one column"]);
+  return list;
+}
+
+interface Row {
+  table: string;
+  key: [string, SqlValue][];
+  fence: number;
+  resource: string;
+}
+
+function checkRow(row: FencedRow, what: string): Row {
+  const fence = checkFence(row.fence, what);
+  const table = identifier(row.table, `${what} table`);
+  const key = entries(row.key, `${what} key`).map(([column, value]): [string, SqlValue] => {
+    if (value === null) throw new LockConfigError(`${what} key`, [`${column}: NULL never matches a row`]);
+    return [identifier(column, `${what} key column`), checkValue(value, `${what} key ${column}`)];
+  });
+  if (key.some(([column]) => column.toLowerCase() === FENCE)) throw new LockConfigError(`${what} key`, ["fence is not a key"]);
+  return { table, key, fence, resource: `${row.table}/${key.map(([, value]) => String(value)).join("/")}` };
+}
+
+function checkSet(set: unknown, row: Row, upsert: boolean, what: string): [string, SqlValue | SqlExpression][] {
+  return entries(set, `${what} set`).map(([column, value]): [string, SqlValue | SqlExpression] => {
+    const quoted = identifier(column, `${what} set column`);
+    // SQLite folds identifier case even when quoted, so "Fence" would overwrite the fence too.
+    if (quoted.toLowerCase() === FENCE || row.key.some(([k]) => k.toLowerCase() === quoted.toLowerCase())) {
+      throw new LockConfigError(`${what} set`, [`${column}: the key and the fence are not set by hand`]);
+    }
+    if (isSqlExpression(value) && !upsert) return [quoted, value];
+    if (isSqlExpression(value)) throw new LockConfigError(`${what} set`, [`${column}: an upsert takes plain values only`]);
+    return [quoted, checkValue(value, `${what} set ${column}`)];
+  });
+}
+
+function binder(placeholders: unknown) {
+  if (placeholders !== "?" && placeholders !== "$n") {
+    throw new LockConfigError("placeholders", [`expected "?" or "$n", got ${String(placeholders)}`]);
+  }
+  const params: SqlValue[] = [];
+  const bind = (value: SqlValue): string => {
+    params.push(value);
+    return placeholders === "?" ? "?" : `$${params.length}`;
+  };
+  return { params, bind };
+}
+
+// Pieces are rendered left to right, so `?` parameters are pushed in the order they appear.
+function update(row: Row, set: [string, SqlValue | SqlExpression][], where: SqlExpression | undefined, p: Placeholders): SqlStatement {
+  const { params, bind } = binder(p);
+  const value = (v: SqlValue | SqlExpression) => (isSqlExpression(v) ? `(${renderExpression(v, bind)})` : bind(v));
+  const assignments = set.map(([column, v]) => `${column} = ${value(v)}, `).join("");
+  let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bind(row.fence)} WHERE ${match(row, bind)} AND ${FENCE} <= ${bind(row.fence)}`;
+  if (where !== undefined) text += ` AND (${renderExpression(where, bind)})`;
+  return { text, params };
+}
+
+// INSERT ... ON CONFLICT DO UPDATE ... WHERE: one statement in SQLite >= 3.24 and Postgres >= 9.5.
+function upsert(row: Row, set: [string, SqlValue][], p: Placeholders): SqlStatement {
+  const { params, bind } = binder(p);
+  const columns = [...row.key, ...set, [FENCE, row.fence] as [string, SqlValue]];
+  const values = columns.map(([, v]) => bind(v)).join(", ");
+  const updates = [...set.map(([c]) => c), FENCE].map((c) => `${c} = excluded.${c}`).join(", ");
+  const text = `INSERT INTO ${row.table} (${columns.map(([c]) => c).join(", ")}) VALUES (${values}) ` +
+    `ON CONFLICT (${row.key.map(([c]) => c).join(", ")}) DO UPDATE SET ${updates} ` +
+    `WHERE ${row.table}.${FENCE} <= excluded.${FENCE}`;
+  return { text, params };
+}
+
+function match(row: Row, bind: (value: SqlValue) => string): string {
+  return row.key.map(([column, value]) => `${column} = ${bind(value)}`).join(" AND ");
+}
+
+function report(row: Row, p: Placeholders): SqlStatement {
+  const { params, bind } = binder(p);
+  return { text: `SELECT ${FENCE} FROM ${row.table} WHERE ${match(row, bind)}`, params };
+}
+
+export function buildWrite(write: FencedWrite, p: Placeholders): Built {
+  const row = checkRow(write, "fenced write");
+  const isUpsert = write.upsert === true;
+  const set = checkSet(write.set, row, isUpsert, "fenced write");
+  if (write.where !== undefined && !isSqlExpression(write.where)) {
+    throw new LockConfigError("fenced write where", ["expected sql`...`"]);
+  }
+  if (isUpsert && write.where !== undefined) {
+    throw new LockConfigError("fenced write where", ["an upsert takes no guard: a missing row would be inserted regardless"]);
+  }
+  const statement = isUpsert ? upsert(row, set as [string, SqlValue][], p) : update(row, set, write.where, p);
+  return { statement, report: report(row, p), resource: row.resource, fence: row.fence };
+}
+
+export function buildClaim(claim: FencedClaim, p: Placeholders): Built {
+  const row = checkRow(claim, "fenced claim");
+  const statement = claim.upsert === true ? upsert(row, [], p) : update(row, [], undefined, p);
+  return { statement, report: report(row, p), resource: row.resource, fence: row.fence };
+}
+
+/** The SQL of a fenced write, for running with your own driver (e.g. Postgres with `"$n"`). */
+export function fencedWriteSql(write: FencedWrite, placeholders: Placeholders = "?"): SqlStatement {
+  return buildWrite(write, placeholders).statement;
+}
+
+/** The SQL of a fenced claim, for running with your own driver. */
+export function fencedClaimSql(claim: FencedClaim, placeholders: Placeholders = "?"): SqlStatement {
+  return buildClaim(claim, placeholders).statement;
+}
+
+/**
+ * The migration that makes a table fenceable. BIGINT because fences are time-floored
+ * (about 2^50 today): Postgres' INTEGER is 32-bit; SQLite's INTEGER affinity takes it as is.
+ */
+export function addFenceColumnSql(table: string): string {
+  return `ALTER TABLE ${identifier(table, "table")} ADD COLUMN ${FENCE} BIGINT NOT NULL DEFAULT 0`;
+}

@@ -1,0 +1,287 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LockConfigError } from "../../src/errors.ts";
+import {
+  addFenceColumnSql, fencedClaimSql, fencedWriteSql, sql, type FencedWrite, type SqlValue,
+} from "../../src/fenced-sql.ts";
+import { startWorker, type StartedWorker } from "../support/miniflare.ts";
+import type { Reply, RpcRequest } from "../workers/sql/worker.ts";
+
+// Fences as leases mint them: time-floored microseconds, far above 2^32.
+const F = 1_785_000_000_000_000;
+
+interface Row {
+  id: string;
+  value: string | null;
+  remaining: number;
+  fence: number;
+}
+type RpcError = Extract<Reply, { ok: false }>["error"];
+
+let worker: StartedWorker | undefined;
+let tables = 0;
+
+beforeAll(async () => {
+  worker = await startWorker(new URL("../workers/sql/worker.ts", import.meta.url), { d1Databases: ["DB"] });
+});
+afterAll(async () => {
+  await worker?.dispose();
+});
+
+function call(request: RpcRequest): Promise<Reply> {
+  if (worker === undefined) throw new Error("worker not started");
+  return worker.rpc<Reply>(request);
+}
+
+async function ok(request: RpcRequest): Promise<unknown> {
+  const reply = await call(request);
+  if (!reply.ok) throw new Error(`${reply.error.class}: ${reply.error.message}`);
+  return reply.result;
+}
+
+async function refused(request: RpcRequest, errorClass: string): Promise<RpcError> {
+  const reply = await call(request);
+  expect(reply).toMatchObject({ ok: false, error: { class: errorClass } });
+  return (reply as Extract<Reply, { ok: false }>).error;
+}
+
+/** A fresh fenced table per test, so tests cannot see each other's rows. */
+async function table(...rows: Partial<Row>[]): Promise<string> {
+  const name = `t${++tables}`;
+  await ok({ op: "exec", statements: [
+    `CREATE TABLE "${name}" (id TEXT PRIMARY KEY, value TEXT, remaining INTEGER NOT NULL DEFAULT 0)`,
+    addFenceColumnSql(name),
+  ] });
+  for (const { id = "r", value = null, remaining = 0, fence = 0 } of rows) {
+    await ok({ op: "query", sql: `INSERT INTO "${name}" (id, value, remaining, fence) VALUES (?, ?, ?, ?)`, params: [id, value, remaining, fence] });
+  }
+  return name;
+}
+
+async function rows(name: string): Promise<Row[]> {
+  return (await ok({ op: "query", sql: `SELECT id, value, remaining, fence FROM "${name}" ORDER BY id` })) as Row[];
+}
+
+const write = (t: string, id: string, value: string, fence: number, upsert = false): RpcRequest =>
+  ({ op: "write", write: { table: t, key: { id }, set: { value }, fence, upsert } });
+const claim = (t: string, id: string, fence: number, upsert = false): RpcRequest =>
+  ({ op: "claim", claim: { table: t, key: { id }, fence, upsert } });
+const decrement = (t: string, id: string, quantity: SqlValue, fence: number): RpcRequest =>
+  ({ op: "decrement", table: t, id, quantity, fence });
+
+describe("fenced SQL on real SQLite (D1 in workerd)", () => {
+  it("accepts an equal or higher fence, refuses a lower one with the highest fence seen, row unchanged", async () => {
+    const t = await table({ id: "a", value: "v0", fence: F });
+    expect(await ok(write(t, "a", "equal", F))).toEqual({ accepted: true });
+    expect(await ok(write(t, "a", "higher", F + 5))).toEqual({ accepted: true });
+    const error = await refused(write(t, "a", "lower", F + 4), "StaleFenceError");
+    expect(error).toMatchObject({ code: "STALE_FENCE", fence: F + 4, highestFence: F + 5 });
+    expect(await rows(t)).toEqual([{ id: "a", value: "higher", remaining: 0, fence: F + 5 }]);
+  });
+
+  it("stores fences up to 2^53 - 1 exactly", async () => {
+    const t = await table({ id: "a" });
+    const max = Number.MAX_SAFE_INTEGER;
+    await ok(write(t, "a", "max", max));
+    expect(await refused(write(t, "a", "below", max - 1), "StaleFenceError")).toMatchObject({ highestFence: max });
+    expect(await rows(t)).toEqual([{ id: "a", value: "max", remaining: 0, fence: max }]);
+  });
+
+  it("Kleppmann's scenario: B writes with a higher fence, paused A's late write is refused, B's value stays", async () => {
+    const t = await table({ id: "invoice", value: "unpaid", fence: F });
+    const [a, b] = [F + 1, F + 2]; // A's lease lapsed while it was paused; B got the next fence.
+    await ok(write(t, "invoice", "paid by B", b));
+    expect(await refused(write(t, "invoice", "paid by A", a), "StaleFenceError")).toMatchObject({ fence: a, highestFence: b });
+    expect(await rows(t)).toEqual([{ id: "invoice", value: "paid by B", remaining: 0, fence: b }]);
+  });
+
+  async function readModifyWrite(withClaim: boolean): Promise<Row[]> {
+    const t = await table({ id: "counter", value: "10", fence: F });
+    const [a, b] = [F + 1, F + 2];
+    const read = async () => Number((await rows(t))[0]?.value);
+    const aRead = await read(); // A reads 10, then pauses past its lease.
+    if (withClaim) expect(await ok(claim(t, "counter", b))).toEqual({ accepted: true });
+    const bRead = await read(); // B reads 10.
+    const late = await call(write(t, "counter", String(aRead + 1), a)); // A's delayed write lands in the gap.
+    expect(late.ok).toBe(!withClaim);
+    expect(await ok(write(t, "counter", String(bRead + 1), b))).toEqual({ accepted: true });
+    return rows(t);
+  }
+
+  it("claim before a read-modify-write refuses the old holder's write that lands before the new holder's", async () => {
+    expect(await readModifyWrite(true)).toEqual([{ id: "counter", value: "11", remaining: 0, fence: F + 2 }]);
+  });
+
+  it("control: without claim that write lands, and B then overwrites it (one increment lost)", async () => {
+    expect(await readModifyWrite(false)).toEqual([{ id: "counter", value: "11", remaining: 0, fence: F + 2 }]);
+  });
+
+  it("upsert inserts a missing row; a stale upsert is refused; a plain update of a missing row reports it", async () => {
+    const t = await table();
+    expect(await ok(write(t, "new", "first", F + 3, true))).toEqual({ accepted: true });
+    expect(await refused(write(t, "new", "stale", F + 2, true), "StaleFenceError")).toMatchObject({ highestFence: F + 3 });
+    expect(await ok(write(t, "new", "again", F + 3, true))).toEqual({ accepted: true });
+    expect(await ok(write(t, "absent", "x", F))).toEqual({ accepted: false, reason: "missing" });
+    expect(await rows(t)).toEqual([{ id: "new", value: "again", remaining: 0, fence: F + 3 }]);
+  });
+
+  it("claims a missing row only with upsert, and a claimed row refuses lower fences", async () => {
+    const t = await table();
+    expect(await ok(claim(t, "r", F))).toEqual({ accepted: false, reason: "missing" });
+    expect(await rows(t)).toEqual([]);
+    expect(await ok(claim(t, "r", F, true))).toEqual({ accepted: true });
+    expect(await refused(claim(t, "r", F - 1, true), "StaleFenceError")).toMatchObject({ highestFence: F });
+    expect(await refused(write(t, "r", "late", F - 1), "StaleFenceError")).toMatchObject({ highestFence: F });
+    expect(await rows(t)).toEqual([{ id: "r", value: null, remaining: 0, fence: F }]);
+  });
+
+  it("decrements stock under a guard: never below zero, stale decrements refused, quantities bound", async () => {
+    const t = await table({ id: "evt", remaining: 3, fence: F });
+    expect(await ok(decrement(t, "evt", 1, F + 10))).toEqual({ accepted: true });
+    expect(await refused(decrement(t, "evt", 1, F + 9), "StaleFenceError")).toMatchObject({ highestFence: F + 10 });
+    expect(await ok(decrement(t, "evt", 3, F + 10))).toEqual({ accepted: false, reason: "guard" });
+    // A hostile "quantity" is a bound parameter: compared as text, it matches nothing and runs nothing.
+    expect(await ok(decrement(t, "evt", `1; DROP TABLE "${t}"`, F + 10))).toEqual({ accepted: false, reason: "guard" });
+    expect(await ok(decrement(t, "evt", 2, F + 10))).toEqual({ accepted: true });
+    expect(await ok(decrement(t, "evt", 1, F + 10))).toEqual({ accepted: false, reason: "guard" });
+    expect(await ok(decrement(t, "absent", 1, F + 10))).toEqual({ accepted: false, reason: "missing" });
+    expect(await rows(t)).toEqual([{ id: "evt", value: null, remaining: 0, fence: F + 10 }]);
+  });
+
+  it("never oversells: 20 concurrent buyers for 5 tickets", async () => {
+    const t = await table({ id: "evt", remaining: 5 });
+    const replies = await Promise.all(Array.from({ length: 20 }, () => ok(decrement(t, "evt", 1, F))));
+    expect(replies.filter((r) => (r as { accepted: boolean }).accepted)).toHaveLength(5);
+    expect(replies.filter((r) => (r as { reason?: string }).reason === "guard")).toHaveLength(15);
+    expect((await rows(t))[0]?.remaining).toBe(0);
+  });
+
+  it("concurrent writes with random fences end with the highest fence and the value written with it", async () => {
+    const t = await table({ id: "r" });
+    const fences = [...new Set(Array.from({ length: 80 }, () => F + Math.floor(Math.random() * 1_000_000)))];
+    const max = Math.max(...fences);
+    // Four clients at once, each sending its writes concurrently: statements interleave on D1.
+    const batches = [0, 1, 2, 3].map((n) => fences.filter((_, i) => i % 4 === n));
+    const replies = (await Promise.all(batches.map((batch) =>
+      ok({ op: "writeAll", writes: batch.map((f) => ({ table: t, key: { id: "r" }, set: { value: `by ${f}` }, fence: f })) }),
+    ))) as Reply[][];
+    batches.flat().forEach((fence, i) => {
+      const reply = replies.flat()[i];
+      if (fence === max) expect(reply).toEqual({ ok: true, result: { accepted: true } });
+      else if (reply?.ok === false) expect(reply.error).toMatchObject({ class: "StaleFenceError", fence });
+      if (reply?.ok === false) expect(reply.error.highestFence).toBeGreaterThan(fence);
+    });
+    expect(await rows(t)).toEqual([{ id: "r", value: `by ${max}`, remaining: 0, fence: max }]);
+  });
+
+  it("refuses bad identifiers with LockConfigError and leaves the table untouched", async () => {
+    const t = await table({ id: "a", value: "keep", fence: F });
+    const bad: RpcRequest[] = [
+      write(`${t}; DROP TABLE "${t}"`, "a", "x", F + 1),
+      write(`${t}" --`, "a", "x", F + 1),
+      write("", "a", "x", F + 1),
+      write("a".repeat(64), "a", "x", F + 1),
+      { op: "write", write: { table: t, key: { 'id" = "id" OR 1=1 --': "a" }, set: { value: "x" }, fence: F + 1 } },
+      { op: "write", write: { table: t, key: { id: "a" }, set: { "value\" = 'x', \"fence\" = 0 --": "x" }, fence: F + 1 } },
+      { op: "write", write: { table: t, key: { id: "a" }, set: { fence: 0 }, fence: F + 1 } },
+      { op: "write", write: { table: t, key: { id: "a" }, set: { ID: "b" }, fence: F + 1 } },
+      { op: "claim", claim: { table: `${t}'`, key: { id: "a" }, fence: F + 1 } },
+    ];
+    for (const request of bad) await refused(request, "LockConfigError");
+    expect(await rows(t)).toEqual([{ id: "a", value: "keep", remaining: 0, fence: F }]);
+  });
+
+  it("refuses fences that no lease could carry (0, -1, 1.5, 2^53, \"12\") with LockConfigError, table untouched", async () => {
+    const t = await table({ id: "a", value: "keep", fence: 0 });
+    for (const fence of [0, -1, 1.5, 2 ** 53, "12"] as unknown as number[]) {
+      const error = await refused(write(t, "a", "x", fence), "LockConfigError");
+      expect(error.message).toMatch(/fence/);
+      await refused(claim(t, "a", fence, true), "LockConfigError");
+      await refused(decrement(t, "a", 1, fence), "LockConfigError");
+    }
+    expect(await rows(t)).toEqual([{ id: "a", value: "keep", remaining: 0, fence: 0 }]);
+  });
+});
+
+describe("fenced SQL text", () => {
+  const ticket: FencedWrite = {
+    table: "events", key: { id: "evt-1" }, fence: F,
+    set: { sold_to: "ada", remaining: sql`remaining - ${2}` },
+    where: sql`remaining >= ${2} AND status = 'open'`,
+  };
+
+  it("renders Postgres placeholders $1..$n in the order the parameters appear", () => {
+    expect(fencedWriteSql(ticket, "$n")).toEqual({
+      text: 'UPDATE "events" SET "sold_to" = $1, "remaining" = (remaining - $2), "fence" = $3 ' +
+        `WHERE "id" = $4 AND "fence" <= $5 AND (remaining >= $6 AND status = 'open')`,
+      params: ["ada", 2, F, "evt-1", F, 2],
+    });
+    expect(fencedWriteSql(ticket).text).toBe(
+      'UPDATE "events" SET "sold_to" = ?, "remaining" = (remaining - ?), "fence" = ? ' +
+        `WHERE "id" = ? AND "fence" <= ? AND (remaining >= ? AND status = 'open')`,
+    );
+  });
+
+  it("renders upserts and claims valid for both SQLite and Postgres", () => {
+    const upsert = fencedWriteSql({ table: "docs", key: { tenant: "t1", id: 7 }, set: { body: "hi" }, fence: F, upsert: true }, "$n");
+    expect(upsert).toEqual({
+      text: 'INSERT INTO "docs" ("tenant", "id", "body", "fence") VALUES ($1, $2, $3, $4) ' +
+        'ON CONFLICT ("tenant", "id") DO UPDATE SET "body" = excluded."body", "fence" = excluded."fence" ' +
+        'WHERE "docs"."fence" <= excluded."fence"',
+      params: ["t1", 7, "hi", F],
+    });
+    expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F }, "$n")).toEqual({
+      text: 'UPDATE "docs" SET "fence" = $1 WHERE "id" = $2 AND "fence" <= $3', params: [F, 7, F],
+    });
+    expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F, upsert: true }).text).toBe(
+      'INSERT INTO "docs" ("id", "fence") VALUES (?, ?) ON CONFLICT ("id") DO UPDATE SET "fence" = excluded."fence" ' +
+        'WHERE "docs"."fence" <= excluded."fence"',
+    );
+    expect(addFenceColumnSql("docs")).toBe('ALTER TABLE "docs" ADD COLUMN "fence" BIGINT NOT NULL DEFAULT 0');
+  });
+
+  it("sql`...` refuses text that could change the statement around it", () => {
+    const refusals: [() => unknown, RegExp][] = [
+      [() => sql`remaining - 1; DELETE FROM events`, /;/],
+      [() => sql`remaining - 1 -- `, /comment/],
+      [() => sql`remaining /* */`, /comment/],
+      [() => sql`remaining - ?`, /placeholder/],
+      [() => sql`remaining - $1`, /placeholder/],
+      [() => sql`remaining - :n`, /placeholder/],
+      [() => sql`1) OR (1`, /\)/],
+      [() => sql`(remaining`, /\(/],
+      [() => sql`name = 'open`, /quote/],
+      [() => sql`name = '${"x"}'`, /inside quotes/],
+      [() => sql`E'\\'' || $1 || 'x''`, /backslash/],
+      [() => sql`tags[?]`, /placeholder/],
+      [() => sql`  `, /empty/],
+      [() => sql`remaining - ${{} as never}`, /value/],
+      [() => sql`remaining - ${Number.NaN}`, /value/],
+      [() => (sql as unknown as (s: string[]) => unknown)(["remaining - 1"]), /template tag/],
+    ];
+    for (const [make, message] of refusals) {
+      expect(make).toThrow(LockConfigError);
+      expect(make).toThrow(message);
+    }
+    expect(() => sql`status = 'a;b -- ?' AND price::numeric > ${1} AND "weird;name" = 1`).not.toThrow();
+  });
+
+  it("refuses bad writes before building anything", () => {
+    const base = { table: "events", key: { id: "e" }, set: { v: 1 }, fence: F };
+    const bad: unknown[] = [
+      { ...base, table: "events; DROP TABLE x" },
+      { ...base, table: 'ev"ents' },
+      { ...base, key: {} },
+      { ...base, key: { id: null } },
+      { ...base, set: {} },
+      { ...base, set: { Fence: 1 } },
+      { ...base, set: { v: { toString: () => "1" } } },
+      { ...base, set: { v: "x" }, where: "1 = 1" },
+      { ...base, set: { v: sql`v + 1` }, upsert: true },
+      { ...base, where: sql`v > 0`, upsert: true },
+      ...[0, -1, 1.5, 2 ** 53, "12", Number.NaN].map((fence) => ({ ...base, fence })),
+    ];
+    for (const write of bad) expect(() => fencedWriteSql(write as FencedWrite)).toThrow(LockConfigError);
+    expect(() => fencedWriteSql(base, "$" as never)).toThrow(LockConfigError);
+    expect(() => addFenceColumnSql("events; --")).toThrow(LockConfigError);
+  });
+});
