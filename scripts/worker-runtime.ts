@@ -1,3 +1,4 @@
+// Bundles a worker and runs it in workerd through Miniflare: for npm run demo and the workerd tests.
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { Miniflare } from "miniflare";

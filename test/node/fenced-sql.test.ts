@@ -3,7 +3,7 @@ import { LockConfigError } from "../../src/errors.ts";
 import {
   addFenceColumnSql, fencedClaimSql, fencedWriteSql, sql, type FencedWrite, type SqlValue,
 } from "../../src/fenced-sql.ts";
-import { startWorker, type StartedWorker } from "../support/miniflare.ts";
+import { startWorker, type StartedWorker } from "../../scripts/worker-runtime.ts";
 import type { Reply, RpcRequest } from "../workers/sql/worker.ts";
 
 // Fences as leases mint them: time-floored microseconds, far above 2^32.

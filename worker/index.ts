@@ -1,0 +1,93 @@
+// The ticket sale: the overselling problem that distributed locks exist for. Each purchase is a
+// read-modify-write of an event's stock, under a lock per event and fenced in D1, so that
+// neither concurrent buyers nor a holder paused past its lease can sell a ticket twice.
+import { Redis } from "@upstash/redis/cloudflare";
+import { Hono, type Context } from "hono";
+import { createLocks, StaleFenceError, STALE_FENCE_PROBLEM, type Locks } from "../src/index.ts";
+import { lockGuard, type LockVariables } from "../src/hono.ts";
+import { fencedClaim, fencedWrite, type SqlDatabase } from "../src/fenced-sql.ts";
+
+export interface Env {
+  DB: SqlDatabase;
+  UPSTASH_REDIS_REST_URL: string;
+  UPSTASH_REDIS_REST_TOKEN: string;
+  /** Lease length per purchase in ms (default 5000). */
+  LEASE_MS?: string;
+  /** "on" lets a request ask to pause after reading the stock (x-demo-pause-ms), to show fencing at work. */
+  DEMO_PAUSE?: string;
+}
+
+type AppEnv = { Bindings: Env; Variables: LockVariables };
+
+interface EventRow {
+  id: string;
+  name: string;
+  stock: number;
+  remaining: number;
+}
+
+// Workers isolates serve many requests: build the lock set once per set of credentials.
+let cached: { key: string; locks: Locks } | undefined;
+function locksFor(env: Env): Locks {
+  const key = `${env.UPSTASH_REDIS_REST_URL}|${env.UPSTASH_REDIS_REST_TOKEN}|${env.LEASE_MS ?? ""}`;
+  if (cached?.key !== key) {
+    const redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false });
+    cached = { key, locks: createLocks({ redis, prefix: "tickets", leaseMs: Number(env.LEASE_MS ?? 5_000) }) };
+  }
+  return cached.locks;
+}
+
+function readEvent(env: Env, id: string): Promise<EventRow | null> {
+  return env.DB.prepare("SELECT id, name, stock, remaining FROM events WHERE id = ?").bind(id).first<EventRow>();
+}
+
+/** Holds the request after the stock was read, only when the deployment allows it (the demo). */
+async function demoPause(c: Context<AppEnv>): Promise<void> {
+  const ms = Number(c.req.header("x-demo-pause-ms") ?? 0);
+  if (c.env.DEMO_PAUSE === "on" && ms > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(ms, 30_000)));
+}
+
+export const app = new Hono<AppEnv>();
+
+app.get("/events/:id", async (c) => {
+  const event = await readEvent(c.env, c.req.param("id"));
+  return event ? c.json(event) : c.json({ error: "no such event" }, 404);
+});
+
+app.put("/events/:id", async (c) => {
+  const { name, stock } = await c.req.json<{ name?: unknown; stock?: unknown }>();
+  if (typeof name !== "string" || !Number.isSafeInteger(stock) || (stock as number) < 0) {
+    return c.json({ error: "expected { name: string, stock: non-negative integer }" }, 400);
+  }
+  await c.env.DB.prepare("INSERT OR REPLACE INTO events (id, name, stock, remaining, fence) VALUES (?, ?, ?, ?, 0)")
+    .bind(c.req.param("id"), name, stock, stock).run();
+  return c.json({ id: c.req.param("id"), name, stock, remaining: stock }, 201);
+});
+
+app.post(
+  "/events/:id/buy",
+  lockGuard({ locks: (c) => locksFor(c.env as Env), name: (c) => `event:${c.req.param("id")}` }),
+  async (c) => {
+    const id = c.req.param("id");
+    const { fence } = c.get("lease");
+    // Claim before reading: a paused older holder's write can no longer land after our read.
+    const claimed = await fencedClaim(c.env.DB, { table: "events", key: { id }, fence });
+    if (!claimed.accepted) return c.json({ error: "no such event" }, 404);
+    const event = await readEvent(c.env, id);
+    if (!event || event.remaining <= 0) return c.json({ soldOut: true }, 409);
+    await demoPause(c);
+    await fencedWrite(c.env.DB, { table: "events", key: { id }, fence, set: { remaining: event.remaining - 1 } });
+    return c.json({ seat: event.remaining, fence, remaining: event.remaining - 1 });
+  },
+);
+
+app.onError((error, c) => {
+  if (error instanceof StaleFenceError) {
+    return c.json({ type: STALE_FENCE_PROBLEM, title: "Stale fencing token", status: 409,
+      detail: "This purchase's lease expired and another buyer went ahead; nothing was sold.",
+      fence: error.fence, highestFence: error.highestFence }, 409, { "Content-Type": "application/problem+json" });
+  }
+  return c.json({ error: "internal error" }, 500);
+});
+
+export default app;
