@@ -1,6 +1,6 @@
 -- Give back one hold; the last hold deletes the lock.
 -- KEYS[1] lock hash, KEYS[2] fence hash
--- ARGV owner, fence, requestId
+-- ARGV owner, fence, requestId, wake channel
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
 -- the lease had already expired or changed hands.
 local lock, fenceKey = KEYS[1], KEYS[2]
@@ -17,6 +17,8 @@ if cur[1] == owner and cur[2] == fence then
   redis.call('DEL', lock)
   -- Remembered so that a retry of this release reports "released", not "expired".
   redis.call('HSET', fenceKey, 'released', fence)
+  -- Waiters that opted into push wake-ups retry at once instead of sleeping out the TTL.
+  redis.call('PUBLISH', ARGV[4], fence)
   return {1, 0}
 end
 if redis.call('HGET', fenceKey, 'released') == fence then

@@ -8,7 +8,7 @@ import {
 } from "./options.ts";
 import { integers, runScript } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
-import { retryDelayMs, sleep } from "./wait.ts";
+import { pollWaiter, pushWaiter, wakeChannel } from "./wake.ts";
 
 /** How long a lock's fence record outlives the lease, so a late retry of release still finds it. */
 const RETRY_WINDOW_MS = 60_000;
@@ -65,7 +65,7 @@ export function createLocks(options: LocksOptions): Locks {
     });
     return integers(reply, script);
   };
-  const backend = leaseBackend(run);
+  const backend = leaseBackend(run, (name) => wakeChannel(config.prefix, name));
   const attempt = attemptAcquire(run, backend);
 
   async function acquireWithin(name: string, opts: AcquireOptions, waitMs: number): Promise<Lease | Busy> {
@@ -74,13 +74,18 @@ export function createLocks(options: LocksOptions): Locks {
     // The same request id on every attempt: an attempt that landed unseen is not counted twice.
     const requestId = newToken();
     const deadline = performance.now() + waitMs;
-    for (let tries = 0; ; tries++) {
-      opts.signal?.throwIfAborted();
-      const outcome = await attempt(name, owner, requestId, leaseMs);
-      if (outcome instanceof Lease) return keepUnlessAborted(outcome, opts.signal);
-      const budgetMs = deadline - performance.now();
-      if (budgetMs <= 0) return outcome;
-      await sleep(retryDelayMs(tries, outcome.busyForMs, budgetMs), opts.signal);
+    const waiter = opts.wake === "push" ? pushWaiter(config.redis, wakeChannel(config.prefix, name)) : pollWaiter;
+    try {
+      for (let tries = 0; ; tries++) {
+        opts.signal?.throwIfAborted();
+        const outcome = await attempt(name, owner, requestId, leaseMs);
+        if (outcome instanceof Lease) return await keepUnlessAborted(outcome, opts.signal);
+        const budgetMs = deadline - performance.now();
+        if (budgetMs <= 0) return outcome;
+        await waiter.pause(tries, outcome.busyForMs, budgetMs, opts.signal);
+      }
+    } finally {
+      await waiter.close().catch(() => undefined);
     }
   }
 
@@ -130,7 +135,7 @@ interface Busy {
 
 type Run = (script: scripts.LuaScript, name: string, args: string[], owner: string) => Promise<number[]>;
 
-function leaseBackend(run: Run): LeaseBackend {
+function leaseBackend(run: Run, channel: (name: string) => string): LeaseBackend {
   return {
     newToken,
     async heartbeat(lease, leaseMs) {
@@ -139,7 +144,7 @@ function leaseBackend(run: Run): LeaseBackend {
       return extended === 1 ? ttl : null;
     },
     async release(lease, requestId): Promise<ReleaseOutcome> {
-      const args = [lease.owner, String(lease.fence), requestId];
+      const args = [lease.owner, String(lease.fence), requestId, channel(lease.name)];
       const [released] = await run(scripts.release, lease.name, args, lease.owner);
       return released === 1 ? "released" : "expired";
     },

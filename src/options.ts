@@ -54,6 +54,8 @@ export const acquireOptionsSchema = z.strictObject({
   /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
   owner: z.optional(z.string("expected a string").check(z.regex(/^[0-9a-f]{32}$/, "expected lease.owner: 32 hex characters"))),
   signal: z.optional(z.custom<AbortSignal>((v) => v instanceof AbortSignal, "expected an AbortSignal")),
+  /** "push" waits on a SUBSCRIBE stream for the holder's release; "poll" (default) backs off. */
+  wake: z.optional(z.enum(["poll", "push"], 'expected "poll" or "push"')),
 }, "expected an options object");
 
 export type AcquireOptions = z.input<typeof acquireOptionsSchema>;
@@ -72,6 +74,6 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message;
 }
 
-export const tryAcquireOptionsSchema = z.omit(acquireOptionsSchema, { waitMs: true });
+export const tryAcquireOptionsSchema = z.omit(acquireOptionsSchema, { waitMs: true, wake: true });
 
 export type TryAcquireOptions = z.input<typeof tryAcquireOptionsSchema>;

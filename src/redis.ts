@@ -8,6 +8,14 @@ import type { LuaScript } from "./scripts.gen.ts";
 export interface RedisClient {
   evalsha<TArgs extends unknown[], TData = unknown>(sha1: string, keys: string[], args: TArgs): Promise<TData>;
   eval<TArgs extends unknown[], TData = unknown>(script: string, keys: string[], args: TArgs): Promise<TData>;
+  /** Only for `wake: "push"`: SUBSCRIBE as @upstash/redis serves it, over server-sent events. */
+  subscribe?(channel: string): WakeSubscriber;
+}
+
+/** The part of @upstash/redis's Subscriber that push wake-ups listen to. */
+export interface WakeSubscriber {
+  on(type: "subscribe" | "message" | "error", listener: () => void): void;
+  unsubscribe(): Promise<void>;
 }
 
 export interface RunOptions {

@@ -26,8 +26,8 @@ export const inspect: LuaScript = {
 
 export const release: LuaScript = {
   name: "release.lua",
-  sha1: "4eea3348d08047bbdd681ee2ade38138aede94a3",
-  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')\nif cur[1] == owner and cur[2] == fence then\nlocal holds = tonumber(cur[3])\nif redis.call('HSETNX', lock, seen, 1) == 0 then\nreturn {1, holds}\nend\nif holds > 1 then\nreturn {1, redis.call('HINCRBY', lock, 'holds', -1)}\nend\nredis.call('DEL', lock)\nredis.call('HSET', fenceKey, 'released', fence)\nreturn {1, 0}\nend\nif redis.call('HGET', fenceKey, 'released') == fence then\nreturn {1, 0}\nend\nreturn {0}",
+  sha1: "4bc0a20aaf329f7449421dd278526918b5f93f63",
+  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')\nif cur[1] == owner and cur[2] == fence then\nlocal holds = tonumber(cur[3])\nif redis.call('HSETNX', lock, seen, 1) == 0 then\nreturn {1, holds}\nend\nif holds > 1 then\nreturn {1, redis.call('HINCRBY', lock, 'holds', -1)}\nend\nredis.call('DEL', lock)\nredis.call('HSET', fenceKey, 'released', fence)\nredis.call('PUBLISH', ARGV[4], fence)\nreturn {1, 0}\nend\nif redis.call('HGET', fenceKey, 'released') == fence then\nreturn {1, 0}\nend\nreturn {0}",
 };
 
 export const storeClaim: LuaScript = {
