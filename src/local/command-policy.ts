@@ -2,7 +2,7 @@ import type { Command } from "./command.ts";
 
 const REASONS = {
   blocking: "blocking commands would stall the shared Redis connection (Upstash REST has none either)",
-  subscriber: "pub/sub and MONITOR need a streaming connection; /subscribe is not served by the local server",
+  subscriber: "pub/sub and MONITOR need a streaming connection: use /subscribe/<channel> or /psubscribe/<pattern>",
   state: "it would change the state of the shared Redis connection",
   transaction: "use the /multi-exec endpoint for transactions (WATCH is not available over REST)",
 } as const;

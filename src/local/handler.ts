@@ -1,14 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Redis } from "ioredis";
 import { parseCommand, parseCommandList, type Command } from "./command.ts";
 import { HttpError, RedisUnavailableError } from "./errors.ts";
 import { runCommand, runPipeline, runTransaction, type Settled } from "./execute.ts";
-import { isAuthorized, parseJson, readBody, sendJson } from "./http-io.ts";
+import { decodeSegment, isAuthorized, parseJson, readBody, sendJson } from "./http-io.ts";
 import type { ConnectionPool } from "./pool.ts";
 import { toJsonReply } from "./reply.ts";
+import { streamSubscription, subscriptionOf, type StreamBackend } from "./subscription.ts";
 
-export interface Backend {
-  redis: Redis;
+export interface Backend extends StreamBackend {
   pool: ConnectionPool;
   token: string;
 }
@@ -19,21 +18,31 @@ interface Reply {
 }
 
 const ALLOWED_METHODS = new Set(["GET", "HEAD", "POST", "PUT"]);
-const STREAMING_PATH = /^\/(subscribe|psubscribe|monitor)(\/|$)/i;
+const MONITOR_PATH = /^\/monitor(\/|$)/i;
 
-/** The Upstash REST protocol on top of one shared connection plus a pool for transactions. */
+/**
+ * The Upstash REST protocol on top of one shared connection plus a pool for transactions, and
+ * a connection per subscription stream.
+ */
 export function createHandler(backend: Backend): (request: IncomingMessage, response: ServerResponse) => void {
   // Opaque and increasing like Upstash's; one Redis without replicas always reads its own writes.
-  let syncToken = 0;
+  let counter = 0;
   return (request, response) => {
-    respond(request, backend)
+    const syncToken = String(++counter);
+    respond(request, response, backend, syncToken)
       .catch(errorReply)
-      .then(({ status, body }) => sendJson(response, status, body, String(++syncToken)))
+      .then((reply) => reply && sendJson(response, reply.status, reply.body, syncToken))
       .catch(() => response.destroy());
   };
 }
 
-async function respond(request: IncomingMessage, backend: Backend): Promise<Reply> {
+/** The JSON reply, or undefined when the request became an event stream that answered itself. */
+async function respond(
+  request: IncomingMessage,
+  response: ServerResponse,
+  backend: Backend,
+  syncToken: string,
+): Promise<Reply | undefined> {
   const method = request.method ?? "GET";
   if (!ALLOWED_METHODS.has(method)) throw new HttpError(405, `ERR method ${method} is not allowed`);
   const url = new URL(request.url ?? "/", "http://localhost");
@@ -42,8 +51,15 @@ async function respond(request: IncomingMessage, backend: Backend): Promise<Repl
   }
   const base64 = String(request.headers["upstash-encoding"]).toLowerCase() === "base64";
   const path = url.pathname.replace(/\/+$/, "") || "/";
-  if (STREAMING_PATH.test(path)) {
+  if (MONITOR_PATH.test(path)) {
     throw new HttpError(404, `ERR ${path} (server-sent events) is not served by the local Upstash server`);
+  }
+  const subscription = subscriptionOf(path);
+  if (subscription) {
+    if (method !== "GET" && method !== "POST") throw new HttpError(405, `ERR ${path} needs POST (or GET)`);
+    request.resume(); // @upstash/redis sends "[]" as the body; the path says everything
+    await streamSubscription(response, backend, subscription, { "upstash-sync-token": syncToken });
+    return undefined;
   }
   if (path === "/pipeline" || path === "/multi-exec") {
     if (method !== "POST" && method !== "PUT") throw new HttpError(405, `ERR ${path} needs POST`);
@@ -72,14 +88,6 @@ async function commandOf(request: IncomingMessage, url: URL, path: string): Prom
     if (name !== "_token") args.push(name, value);
   }
   return parseCommand(args);
-}
-
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(400, `ERR malformed URL segment ${segment}`);
-  }
 }
 
 function toEntry(settled: Settled, base64: boolean): { result: unknown } | { error: string } {

@@ -22,6 +22,15 @@ export function readBody(request: IncomingMessage): Promise<Buffer> {
   });
 }
 
+/** One percent-encoded URL path segment, decoded (fetch encodes spaces, braces, non-ASCII...). */
+export function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, `ERR malformed URL segment ${segment}`);
+  }
+}
+
 export function parseJson(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString("utf8"));

@@ -3,6 +3,7 @@ import { ConnectionPool } from "./pool.ts";
 import { connectRedis } from "./redis-client.ts";
 import { startRedisServer } from "./redis-server.ts";
 import { listen } from "./server.ts";
+import { OpenStreams } from "./sse.ts";
 
 export { startRedisServer } from "./redis-server.ts";
 export type { RedisServer, RedisServerOptions } from "./redis-server.ts";
@@ -38,7 +39,9 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
   const pool = new ConnectionPool(() => connectRedis(backing.url));
   try {
     const redis = await connectRedis(backing.url);
-    const http = await listen(createHandler({ redis, pool, token }), options.host ?? "127.0.0.1", options.port ?? 0)
+    const streams = new OpenStreams();
+    const handler = createHandler({ redis, pool, token, streams });
+    const http = await listen(handler, options.host ?? "127.0.0.1", options.port ?? 0)
       .catch((error: unknown) => {
         redis.disconnect();
         throw error;
@@ -46,6 +49,7 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
     let closing: Promise<void> | undefined;
     const close = () =>
       (closing ??= (async () => {
+        streams.closeAll(); // ends each event stream cleanly before the sockets are cut
         await http.close();
         pool.close();
         redis.disconnect();

@@ -2,6 +2,8 @@ import { Redis, type RedisOptions } from "ioredis";
 import { RedisUnavailableError } from "./errors.ts";
 
 const RECONNECT_DELAY_MS = 100;
+/** The CLIENT LIST name of subscription connections, so a leak is easy to spot. */
+export const SUBSCRIBER_NAME = "fencelock-local-subscriber";
 
 const FAIL_FAST: RedisOptions = {
   lazyConnect: true,
@@ -19,8 +21,23 @@ const FAIL_FAST: RedisOptions = {
 };
 
 /** Opens an ioredis connection and waits until it is ready; RedisUnavailableError when it cannot. */
-export async function connectRedis(url: string): Promise<Redis> {
-  const redis = new Redis(url, FAIL_FAST);
+export function connectRedis(url: string): Promise<Redis> {
+  return ready(new Redis(url, FAIL_FAST), redactUrl(url));
+}
+
+/**
+ * A connection of its own for one subscription stream, with the options of `redis`. It never
+ * reconnects: ioredis would resubscribe by itself, but whatever was published while it was
+ * down would be lost without the client knowing, so the stream ends instead and the client
+ * (which treats the end as done) can subscribe again.
+ */
+export function openSubscriber(redis: Redis): Promise<Redis> {
+  const { host, port } = redis.options;
+  const subscriber = redis.duplicate({ connectionName: SUBSCRIBER_NAME, retryStrategy: () => null });
+  return ready(subscriber, `redis://${host}:${port}`);
+}
+
+async function ready(redis: Redis, where: string): Promise<Redis> {
   // Outages surface per request as HTTP 503; without a listener ioredis logs every failed reconnect.
   redis.on("error", () => {});
   try {
@@ -28,7 +45,7 @@ export async function connectRedis(url: string): Promise<Redis> {
     return redis;
   } catch (error) {
     redis.disconnect();
-    throw new RedisUnavailableError(`Redis is unavailable at ${redactUrl(url)}: ${messageOf(error)}`, { cause: error });
+    throw new RedisUnavailableError(`Redis is unavailable at ${where}: ${messageOf(error)}`, { cause: error });
   }
 }
 

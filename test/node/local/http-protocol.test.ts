@@ -74,8 +74,8 @@ describe("request shapes", () => {
     expect(await rest("/pipeline")).toMatchObject({ status: 405, json: { error: expect.any(String) } });
   });
 
-  it("answers 404 JSON for the server-sent-event endpoints it does not serve", async () => {
-    const { status, json } = await rest("/subscribe/chat", { method: "POST" });
+  it("answers 404 JSON for the server-sent-event endpoint it does not serve", async () => {
+    const { status, json } = await rest("/monitor", { method: "POST" });
     expect(status).toBe(404);
     expect(json).toEqual({ error: expect.stringMatching(/not served/) });
   });

@@ -1,0 +1,136 @@
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
+import { createHandler } from "../../../src/local/handler.ts";
+import { ConnectionPool } from "../../../src/local/pool.ts";
+import { connectRedis, SUBSCRIBER_NAME } from "../../../src/local/redis-client.ts";
+import { listen } from "../../../src/local/server.ts";
+import { OpenStreams } from "../../../src/local/sse.ts";
+import { localRedis } from "../../support/local-client.ts";
+import { key, rest } from "../../support/rest.ts";
+import { abortAfter, openRaw } from "./sse-client.ts";
+
+const cleanup: Array<() => unknown> = [];
+afterEach(async () => {
+  vi.restoreAllMocks();
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function privateServer(redisUrl?: string): Promise<LocalUpstash> {
+  const local = await startLocalUpstash(redisUrl === undefined ? {} : { redisUrl });
+  cleanup.push(() => local.close());
+  return local;
+}
+
+/** The connections Redis has open: all of them, and the subscription streams' own. */
+async function clients(local: LocalUpstash): Promise<{ all: number; subscribers: number }> {
+  const { json } = await rest("/", { body: ["CLIENT", "LIST"], url: local.url, token: local.token });
+  const lines = (json as { result: string }).result.trim().split("\n");
+  return { all: lines.length, subscribers: lines.filter((line) => line.includes(`name=${SUBSCRIBER_NAME} `)).length };
+}
+
+describe("the event stream on the wire", () => {
+  it("sends the subscribe event after Redis confirmed it, then one data line per message, never base64", async () => {
+    const channel = `{c} é,${crypto.randomUUID()}`;
+    const stream = await openRaw(`/subscribe/${encodeURIComponent(channel)}`); // with Upstash-Encoding: base64
+    cleanup.push(() => stream.abort());
+    expect(stream.response.status).toBe(200);
+    expect(stream.response.headers.get("content-type")).toBe("text/event-stream");
+    expect(stream.response.headers.get("cache-control")).toBe("no-cache");
+    expect(stream.response.headers.get("upstash-sync-token")).toMatch(/\S/);
+    expect(await stream.events()).toEqual([`data: subscribe,${channel},1\n\n`]);
+    for (const payload of ["x,y é", 42, "two\nlines"]) await rest("/", { body: ["PUBLISH", channel, payload] });
+    expect(await stream.events(3)).toEqual([
+      `data: message,${channel},x,y é\n\n`,
+      `data: message,${channel},42\n\n`,
+      `data: message,${channel},"two\\nlines"\n\n`,
+    ]);
+  });
+
+  it("subscribes to every path segment in turn, and serves psubscribe (GET with ?_token= too)", async () => {
+    const [a, b] = [key("seg-a"), key("seg-b")];
+    const both = await openRaw(`/subscribe/${a}/${b}`);
+    cleanup.push(() => both.abort());
+    expect(await both.events(2)).toEqual([`data: subscribe,${a},1\n\n`, `data: subscribe,${b},2\n\n`]);
+    const { url, token } = inject("upstash");
+    const pattern = `${key("p")}*`;
+    const patterns = await openRaw(`/psubscribe/${encodeURIComponent(pattern)}?_token=${token}`, {
+      method: "GET",
+      url,
+      headers: { authorization: "" },
+    });
+    cleanup.push(() => patterns.abort());
+    expect(await patterns.events()).toEqual([`data: psubscribe,${pattern},1\n\n`]);
+    await rest("/", { body: ["PUBLISH", `${pattern}1`, "{\"n\":1}"] });
+    expect(await patterns.events()).toEqual([`data: pmessage,${pattern},${pattern}1,{"n":1}\n\n`]);
+  });
+
+  it.each([
+    ["a wrong token", "/subscribe/c", "POST", "wrong", 401],
+    ["no channel", "/subscribe", "POST", undefined, 400],
+    ["a wrong method", "/psubscribe/c*", "PUT", undefined, 405],
+    ["MONITOR, which is not served", "/monitor", "POST", undefined, 404],
+  ])("answers a JSON error, not a stream, for %s", async (_, path, method, token, status) => {
+    const reply = await rest(path, { method, token, body: "[]" });
+    expect(reply).toMatchObject({ status, json: { error: expect.any(String) } });
+    expect(reply.headers.get("content-type")).toBe("application/json");
+  });
+
+  it("sends `: ping` comments while the stream is quiet", async () => {
+    const { redisUrl } = inject("upstash");
+    const redis = await connectRedis(redisUrl);
+    const streams = new OpenStreams();
+    const pool = new ConnectionPool(() => connectRedis(redisUrl));
+    const backend = { redis, pool, token: "t", streams, keepAliveMs: 20 };
+    const http = await listen(createHandler(backend), "127.0.0.1", 0);
+    cleanup.push(() => redis.disconnect(), () => http.close(), () => streams.closeAll());
+    const channel = key("quiet");
+    const stream = await openRaw(`/subscribe/${channel}`, { url: http.url, token: "t" });
+    expect(await stream.events(3)).toEqual([`data: subscribe,${channel},1\n\n`, ": ping\n\n", ": ping\n\n"]);
+  });
+});
+
+describe("the lifetime of a stream", () => {
+  it("leaves no Redis connection behind after many subscribe/abort cycles, confirmed or not", async () => {
+    const local = await privateServer();
+    const before = await clients(local);
+    const redis = localRedis({}, local);
+    for (let cycle = 0; cycle < 10; cycle++) {
+      const subscriber = redis.subscribe(key("cycle"));
+      await new Promise((resolve) => subscriber.on("subscribe", resolve));
+      await subscriber.unsubscribe();
+    }
+    // Aborted while the server is still opening the Redis connection or subscribing.
+    for (let cycle = 0; cycle < 20; cycle++) await abortAfter(cycle % 5, `/subscribe/${key("early")}`, local);
+    await expect.poll(() => clients(local), { timeout: 2_000 }).toEqual(before);
+    expect(before.subscribers).toBe(0);
+  });
+
+  it("close() ends every open stream promptly and cleanly", async () => {
+    const local = await privateServer();
+    const logged = vi.spyOn(console, "error"); // where @upstash/redis reports a broken stream
+    const raw = await Promise.all([openRaw(`/subscribe/${key("a")}`, local), openRaw(`/psubscribe/${key("b")}*`, local)]);
+    await Promise.all(raw.map((stream) => stream.events()));
+    const subscriber = localRedis({}, local).subscribe(key("client"));
+    await new Promise((resolve) => subscriber.on("subscribe", resolve));
+    const started = performance.now();
+    await local.close();
+    expect(await Promise.all(raw.map((stream) => stream.ended()))).toEqual(["done", "done"]);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the client reads its stream's end in the background
+    expect(logged).not.toHaveBeenCalled();
+  });
+
+  it("ends the stream when Redis goes away, and answers 503 while it is down", async () => {
+    const redisServer = await startRedisServer();
+    cleanup.push(() => redisServer.stop());
+    const local = await privateServer(redisServer.url);
+    const stream = await openRaw(`/subscribe/${key("outage")}`, local);
+    await stream.events();
+    const started = performance.now();
+    await redisServer.stop();
+    expect(await stream.ended()).toBe("done");
+    expect(performance.now() - started).toBeLessThan(1_000);
+    const refused = await rest(`/subscribe/${key("down")}`, { method: "POST", url: local.url, token: local.token });
+    expect(refused).toMatchObject({ status: 503, json: { error: expect.stringMatching(/Redis is unavailable/) } });
+  });
+});
