@@ -11,7 +11,7 @@ export interface WaitUntil {
 export interface GuardSettings {
   waitMs: number;
   leaseMs: number | undefined;
-  signal?: AbortSignal;
+  signal: AbortSignal | undefined;
 }
 
 /** Why a guarded request was turned away, as a problem and the headers that go with it. */

@@ -38,7 +38,8 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
   handler: GuardedHandler<Env, Ctx>,
 ): (request: Request, env: Env, ctx: Ctx) => Promise<Response> {
   return async function guardedFetch(request, env, ctx) {
-    const entered = await enterGuard(locks(env), name(request, env) ?? "", { waitMs, leaseMs, signal: request.signal });
+    const signal = waitMs > 0 ? request.signal : undefined;
+    const entered = await enterGuard(locks(env), name(request, env) ?? "", { waitMs, leaseMs, signal });
     if (!(entered instanceof Lease)) return onLocked(request, entered);
     try {
       return await handler(request, env, ctx, entered);
