@@ -1,0 +1,122 @@
+import { describe, expect, it } from "vitest";
+import { createLocks, type RedisClient } from "../../src/index.ts";
+import type { WakeSubscriber } from "../../src/redis.ts";
+import { sleep } from "../../src/wait.ts";
+import { wakeChannel } from "../../src/wake.ts";
+import { counting, withFetch } from "../support/fetch-wrappers.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+interface Tweaks {
+  /** Hold back the subscription's confirmation this long. */
+  confirmAfterMs?: number;
+  /** Drop every message, as a lost stream would. */
+  dropMessages?: boolean;
+}
+
+/** The real client, with its subscription stream observed and optionally disturbed. */
+function observedRedis(tweaks: Tweaks = {}) {
+  const real = upstash();
+  const seen = { subscribed: 0, unsubscribed: 0 };
+  const client: RedisClient = {
+    evalsha: (sha, keys, args) => real.evalsha(sha, keys, args),
+    eval: (script, keys, args) => real.eval(script, keys, args),
+    subscribe(channel): WakeSubscriber {
+      const subscriber = real.subscribe(channel);
+      seen.subscribed++;
+      return {
+        on(type, listener) {
+          if (type === "message" && tweaks.dropMessages) return;
+          const delayed = () => void sleep(tweaks.confirmAfterMs ?? 0).then(listener);
+          subscriber.on(type, type === "subscribe" && tweaks.confirmAfterMs ? delayed : listener);
+        },
+        async unsubscribe() {
+          seen.unsubscribed++;
+          await subscriber.unsubscribe();
+        },
+      };
+    },
+  };
+  return { client, seen };
+}
+
+async function heldLock(prefix: string, leaseMs = 10_000) {
+  return createLocks({ redis: upstash(), prefix, leaseMs }).acquire("gate");
+}
+
+describe("push wake-ups", () => {
+  it("wakes a waiter on release with a handful of requests, however long the wait", async () => {
+    const prefix = uniquePrefix("push");
+    const holder = await heldLock(prefix);
+    const { client, seen } = observedRedis();
+    const requests = { n: 0 };
+    const lease = await withFetch(counting(requests), async () => {
+      setTimeout(() => void holder.release(), 1_500);
+      return createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    });
+    expect(lease.fence).toBeGreaterThan(holder.fence);
+    // attempt, subscribe stream, attempt after confirmation, release, attempt after the message:
+    // polling would have made about ten attempts in 1.5 s.
+    expect(requests.n).toBeLessThanOrEqual(6);
+    expect(seen).toEqual({ subscribed: 1, unsubscribed: 1 });
+    await lease.release();
+  });
+
+  it("catches a release that happens before the subscription is confirmed", async () => {
+    const prefix = uniquePrefix("push-early");
+    const holder = await heldLock(prefix);
+    const { client } = observedRedis({ confirmAfterMs: 400 });
+    setTimeout(() => void holder.release(), 150);
+    const started = performance.now();
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    // Not the holder's 10 s TTL: the attempt right after confirmation found the lock free.
+    expect(performance.now() - started).toBeLessThan(3_000);
+    await lease.release();
+  });
+
+  it("falls back to the holder's TTL when the message is lost", async () => {
+    const prefix = uniquePrefix("push-lost");
+    const holder = await heldLock(prefix, 1_000);
+    const { client } = observedRedis({ dropMessages: true });
+    setTimeout(() => void holder.release(), 100);
+    const started = performance.now();
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThan(600); // it did sleep on the hinted TTL...
+    expect(waited).toBeLessThan(4_000); // ...and not the whole waitMs
+    await lease.release();
+  });
+
+  it("gets a lock that expires without a release", async () => {
+    const prefix = uniquePrefix("push-expiry");
+    await heldLock(prefix, 600);
+    const { client } = observedRedis();
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 5_000, wake: "push" });
+    expect(lease.fence).toBeGreaterThan(0);
+    await lease.release();
+  });
+
+  it("closes the stream when the wait is aborted", async () => {
+    const prefix = uniquePrefix("push-abort");
+    const holder = await heldLock(prefix);
+    const { client, seen } = observedRedis();
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("client went away")), 300);
+    await expect(
+      createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push", signal: controller.signal }),
+    ).rejects.toThrow("client went away");
+    expect(seen).toEqual({ subscribed: 1, unsubscribed: 1 });
+    await holder.release();
+  });
+
+  it("opens no stream when the lock is free", async () => {
+    const { client, seen } = observedRedis();
+    const lease = await createLocks({ redis: client, prefix: uniquePrefix("push-free") }).acquire("gate", { wake: "push" });
+    expect(seen.subscribed).toBe(0);
+    await lease.release();
+  });
+
+  it("names channels safely for a URL path", () => {
+    expect(wakeChannel("app", "order:{42}/%7B ü")).toMatch(/^app:wake:[A-Za-z0-9_-]+$/);
+    expect(wakeChannel("app", "a")).not.toBe(wakeChannel("app", "b"));
+  });
+});
