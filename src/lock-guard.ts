@@ -47,7 +47,7 @@ export function lockGuard({
   return async function lockGuard(c, next) {
     const lockSet = typeof locks === "function" ? locks(c) : locks;
     // An undefined name is a routing mistake: acquire() rejects the empty name.
-    // The request's signal matters only while waiting; reading it costs Deno a warning per process.
+    // The request's signal matters only while waiting, and reading it makes Deno print a warning.
     const signal = waitMs > 0 ? c.req.raw.signal : undefined;
     const entered = await enterGuard(lockSet, name(c) ?? "", { waitMs, leaseMs, signal });
     if (!(entered instanceof Lease)) return onLocked(c, entered);
