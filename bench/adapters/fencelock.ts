@@ -1,0 +1,52 @@
+import { Redis } from "@upstash/redis";
+import { createLocks } from "../../src/index.ts";
+import { LockTimeoutError } from "../../src/errors.ts";
+import type { Lease } from "../../src/lease.ts";
+import type { Endpoint } from "../harness/server.ts";
+import { untilAcquired, type Library, type LockAdapter } from "./types.ts";
+
+export type Wake = "poll" | "push";
+
+/** Longest single acquire() wait; a LockTimeoutError after it counts as an exhausted window. */
+const WAIT_MS = 60_000;
+
+/** fencelock over @upstash/redis: acquire (waitMs 60 s, default backoff or push) + release. */
+export function fencelockLibrary(endpoint: Endpoint, wake: Wake): Library {
+  return {
+    id: `fencelock-${wake}`,
+    label: `fencelock (${wake})`,
+    transport: "http",
+    settings: `createLocks({ redis, prefix: "bench" }) with defaults (leaseMs 10 s); acquire(name, { waitMs: 60_000${
+      wake === "push" ? ', wake: "push"' : ""
+    } }); ${wake === "poll" ? "default backoff 50, 100, 200 ... 800 ms with jitter" : "SUBSCRIBE stream, retry on message or hinted TTL"}`,
+    connect: async () => connectFencelock(endpoint, wake),
+  };
+}
+
+function connectFencelock(endpoint: Endpoint, wake: Wake): LockAdapter<Lease> {
+  const locks = createLocks({ redis: new Redis({ url: endpoint.url, token: endpoint.token }), prefix: "bench" });
+  const options = wake === "push" ? { waitMs: WAIT_MS, wake } : { waitMs: WAIT_MS };
+  const adapter = {
+    name: `fencelock (${wake})`,
+    exhausted: 0,
+    acquire: (name: string, signal?: AbortSignal) =>
+      untilAcquired(
+        () => locks.acquire(name, { ...options, signal }).catch(timeoutAsUndefined),
+        () => (adapter.exhausted += 1),
+        signal,
+      ),
+    release: async (lease: Lease) => {
+      await lease.release();
+    },
+    heartbeat: async (lease: Lease) => {
+      await lease.heartbeat();
+    },
+    close: async () => undefined,
+  };
+  return adapter;
+}
+
+function timeoutAsUndefined(error: unknown): undefined {
+  if (error instanceof LockTimeoutError) return undefined;
+  throw error;
+}

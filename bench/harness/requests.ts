@@ -1,0 +1,54 @@
+// Requests counted at the transport, per simulated client: every fetch() that @upstash/redis
+// makes (it calls the global fetch at request time), and every command ioredis writes to
+// its socket. The client a request belongs to is the async context it was made in.
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { Redis as IORedis } from "ioredis";
+
+export class RequestCounter {
+  /** HTTP requests (including SSE subscriptions) or TCP commands sent. */
+  requests = 0;
+  /** Of those, SSE subscription streams opened. */
+  streams = 0;
+}
+
+const scope = new AsyncLocalStorage<RequestCounter>();
+
+/** Every request made anywhere in this process, whatever its client. */
+export const allRequests = new RequestCounter();
+
+/** Runs fn with every request it makes (directly or later, in its async context) counted to counter. */
+export function countedAs<T>(counter: RequestCounter, fn: () => T): T {
+  return scope.run(counter, fn);
+}
+
+function record(stream: boolean): void {
+  for (const counter of [allRequests, scope.getStore()]) {
+    if (!counter) continue;
+    counter.requests += 1;
+    if (stream) counter.streams += 1;
+  }
+}
+
+/** Wraps globalThis.fetch; returns the function that restores it. */
+export function installFetchCounter(): () => void {
+  const original = globalThis.fetch;
+  const counting: typeof fetch = (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    record(/\/p?subscribe\//.test(new URL(url).pathname));
+    return original(input, init);
+  };
+  globalThis.fetch = counting;
+  return () => {
+    globalThis.fetch = original;
+  };
+}
+
+/** Counts the commands this ioredis connection sends (one per round trip; no pipelining is used). */
+export function countCommands(client: IORedis): IORedis {
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = (...args: Parameters<typeof send>) => {
+    record(false);
+    return send(...args);
+  };
+  return client;
+}

@@ -1,0 +1,93 @@
+// npm run bench: fencelock side by side with @upstash/lock, a raw SET NX floor, redlock and
+// redis-semaphore, against one local Redis and the local Upstash-compatible server.
+// BENCH_QUICK=1 shortens every cell (for checking the harness, not for numbers).
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { fencelockLibrary } from "./adapters/fencelock.ts";
+import { probePush, type PushAvailability } from "./adapters/push-probe.ts";
+import { rawFloorLibrary } from "./adapters/raw-floor.ts";
+import { redisSemaphoreLibrary } from "./adapters/redis-semaphore.ts";
+import { redlockLibrary } from "./adapters/redlock.ts";
+import type { Library } from "./adapters/types.ts";
+import { upstashLockLibrary } from "./adapters/upstash-lock.ts";
+import { RedisStats } from "./harness/commandstats.ts";
+import { installFetchCounter } from "./harness/requests.ts";
+import { startServerProcess, type Endpoint } from "./harness/server.ts";
+import { now, progress } from "./harness/timing.ts";
+import { handoffChart } from "./report/chart.ts";
+import { environment } from "./report/env.ts";
+import { renderMarkdown } from "./report/markdown.ts";
+import type { BenchResults } from "./report/results.ts";
+import { runHandoff, type Unavailable } from "./scenarios/handoff.ts";
+import { runScaling } from "./scenarios/scaling.ts";
+import { runSize } from "./scenarios/size.ts";
+import { runUncontended } from "./scenarios/uncontended.ts";
+
+const quick = process.env.BENCH_QUICK === "1";
+const plans: BenchResults["plans"] = {
+  uncontended: { warmMs: quick ? 200 : 500, durationMs: quick ? 600 : 3_000, rounds: 3, concurrency: 16, perCallSamples: quick ? 10 : 50 },
+  handoff: { clients: 8, durationMs: quick ? 1_500 : 6_000, holdMs: 5 },
+  scaling: { cellMs: quick ? 500 : 2_000, names: [1, 100, 10_000], namesClients: 16, contenders: [1, 8, 64], holdMs: 5 },
+};
+const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
+
+async function measure(endpoint: Endpoint, stats: RedisStats, started: number): Promise<BenchResults> {
+  const push = await probePush(endpoint);
+  progress(push.available ? "push wake-ups: available" : `push wake-ups: NOT available (${push.reason})`);
+  const poll = fencelockLibrary(endpoint, "poll");
+  const pushLibrary = fencelockLibrary(endpoint, "push");
+  const upstash = upstashLockLibrary(endpoint);
+  const tcp = [redlockLibrary(endpoint), redisSemaphoreLibrary(endpoint)];
+  const pushEntry: Library | Unavailable = push.available ? pushLibrary : { library: pushLibrary, note: push.reason };
+  const uncontended = await runUncontended([poll, upstash, rawFloorLibrary(endpoint), ...tcp], plans.uncontended, stats);
+  await stats.flush();
+  const contenders = [pushEntry, poll, upstash, ...tcp];
+  const handoff = {
+    immediate: await runHandoff(contenders, plans.handoff, "immediate", stats),
+    toWaiter: await runHandoff(contenders, plans.handoff, "after-handoff", stats),
+  };
+  await stats.flush();
+  const scaling = await runScaling(push.available ? [poll, pushLibrary] : [poll], plans.scaling, stats);
+  const size = await runSize();
+  const libraries = [pushLibrary, poll, upstash, rawFloorLibrary(endpoint), ...tcp]
+    .map(({ id, label, transport, settings }) => ({ id, label, transport, settings }));
+  return {
+    environment: environment(await stats.version()), plans, libraries, push, uncontended, handoff, scaling, size,
+    runSeconds: Math.round((now() - started) / 100) / 10,
+  };
+}
+
+async function write(name: string, text: string): Promise<void> {
+  const path = `${resultsDir}${name}`;
+  await writeFile(`${path}.tmp`, text);
+  await rename(`${path}.tmp`, path);
+}
+
+async function report(results: BenchResults): Promise<void> {
+  const markdown = renderMarkdown(results);
+  const subtitle = `${results.plans.handoff.clients} clients, one name, hold ${results.plans.handoff.holdMs} ms; ` +
+    `Node ${results.environment.node}, Redis ${results.environment.redis}, ${results.environment.date.slice(0, 10)}`;
+  await mkdir(resultsDir, { recursive: true });
+  await write("latest.json", `${JSON.stringify(results, null, 2)}\n`);
+  await write("latest.md", markdown);
+  await write("handoff.svg", await handoffChart(results.handoff.toWaiter, results.handoff.immediate, subtitle));
+  process.stdout.write(markdown);
+}
+
+async function main(): Promise<void> {
+  const started = now();
+  const restoreFetch = installFetchCounter();
+  const server = await startServerProcess();
+  const stats = new RedisStats(server.redisUrl);
+  try {
+    const results = await measure(server, stats, started);
+    await report(results);
+    progress(`done in ${results.runSeconds} s; wrote bench/results/latest.{json,md} and handoff.svg`);
+  } finally {
+    await stats.close();
+    await server.close();
+    restoreFetch();
+  }
+}
+
+await main();

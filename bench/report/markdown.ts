@@ -1,0 +1,77 @@
+import { check } from "./format.ts";
+import type { BenchResults } from "./results.ts";
+import {
+  environmentSection, handoffSection, scalingSection, settingsSection, sizeSection, uncontendedSection,
+} from "./sections.ts";
+import { evaluateTargets } from "./targets.ts";
+
+/** The whole report: printed by `npm run bench` and written to bench/results/latest.md. */
+export function renderMarkdown(results: BenchResults): string {
+  const { uncontended, scaling } = results.plans;
+  return [
+    "# fencelock benchmark",
+    "",
+    environmentSection(results),
+    "",
+    method(results),
+    "",
+    `## 1. Uncontended acquire + release (${uncontended.durationMs / 1000} s per cell)`,
+    "",
+    uncontendedSection(results.uncontended),
+    "",
+    handoffPart(results),
+    "",
+    `## 3. Scaling (fencelock, ${scaling.cellMs / 1000} s per cell)`,
+    "",
+    scalingSection(results.scaling),
+    "",
+    "## 4. Bundle size (`npm run size`)",
+    "",
+    sizeSection(results.size),
+    "",
+    "## Settings of each library",
+    "",
+    settingsSection(results),
+    "",
+    "## Targets (issue 5), as measured in this run",
+    "",
+    evaluateTargets(results).map((t) => `${check(t.met)} ${t.text} — ${t.detail}`).join("\n"),
+    "",
+  ].join("\n");
+}
+
+function handoffPart(results: BenchResults): string {
+  const { handoff } = results.plans;
+  const pushNote = results.push.available ? "" : `\n\n> fencelock push was not measured: ${results.push.reason}`;
+  return [
+    `## 2. Contended handoff (${handoff.clients} clients, one name, hold ${handoff.holdMs} ms, ${handoff.durationMs / 1000} s per library and table)`,
+    "",
+    "A gap runs from the holder calling `release()` to the next holder's `acquire()` resolving. \"To a waiter\": only where the",
+    "next holder is another client that was already waiting when the release began. \"Waiting requests / s\": per client,",
+    "requests sent inside `acquire()` beyond each call's first attempt ÷ seconds spent inside `acquire()` (mean and busiest",
+    "client). \"Longest ÷ mean\": the longest single wait of any client (cut-off waits at the end included) ÷ the mean wait.",
+    "",
+    "### 2a. The releaser competes again at once",
+    "",
+    handoffSection(results.handoff.immediate, "next") + pushNote,
+    "",
+    "### 2b. The releaser rejoins once another client holds the lock (every handoff goes to a waiter)",
+    "",
+    handoffSection(results.handoff.toWaiter, "waiter") + pushNote,
+    "",
+    "![handoff gap CDF per library](handoff.svg)",
+  ].join("\n");
+}
+
+function method(results: BenchResults): string {
+  return [
+    "How: one `redis-server` and the local Upstash-compatible server (`fencelock/local`, in a child process) on loopback.",
+    "HTTP clients (fencelock, @upstash/lock, the raw floor) use `@upstash/redis` against the local server; redlock and",
+    "redis-semaphore use ioredis over TCP to the same Redis, so their numbers skip the HTTP hop and are not like for like.",
+    "Each simulated client has its own `@upstash/redis` instance or ioredis connection, as separate isolates would",
+    "(@upstash/redis auto-pipelines concurrent commands of one instance into one HTTP request). Requests are counted at the",
+    "transport: every `fetch` @upstash/redis makes (SSE subscriptions included) and every command ioredis sends; Redis",
+    "commands come from `INFO commandstats` deltas. All times are performance.now() in the one benchmark process.",
+    `Push wake-ups available: ${results.push.available ? "yes" : "no"}.`,
+  ].join("\n");
+}

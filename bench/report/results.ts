@@ -1,0 +1,32 @@
+import type { PushAvailability } from "../adapters/push-probe.ts";
+import type { Transport } from "../adapters/types.ts";
+import type { Measured } from "../../scripts/size.ts";
+import type { HandoffPlan, HandoffRow } from "../scenarios/handoff.ts";
+import type { ScalingCell, ScalingPlan } from "../scenarios/scaling.ts";
+import type { UncontendedPlan, UncontendedRow } from "../scenarios/uncontended.ts";
+import type { Environment } from "./env.ts";
+
+export interface LibraryInfo {
+  id: string;
+  label: string;
+  transport: Transport;
+  settings: string;
+}
+
+/** Everything one run measured: written as bench/results/latest.json. */
+export interface BenchResults {
+  environment: Environment;
+  plans: { uncontended: UncontendedPlan; handoff: HandoffPlan; scaling: ScalingPlan };
+  libraries: LibraryInfo[];
+  push: PushAvailability;
+  uncontended: UncontendedRow[];
+  handoff: {
+    /** 2a: the releaser competes again at once (as issue 5 describes the run). */
+    immediate: HandoffRow[];
+    /** 2b: the releaser rejoins once another client has the lock: every handoff is to a waiter. */
+    toWaiter: HandoffRow[];
+  };
+  scaling: ScalingCell[];
+  size: Measured[];
+  runSeconds: number;
+}

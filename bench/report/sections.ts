@@ -1,0 +1,95 @@
+import type { HandoffRow } from "../scenarios/handoff.ts";
+import type { ScalingCell } from "../scenarios/scaling.ts";
+import type { Throughput, UncontendedRow } from "../scenarios/uncontended.ts";
+import type { Measured } from "../../scripts/size.ts";
+import { kib, num, ratio, table } from "./format.ts";
+import type { BenchResults } from "./results.ts";
+
+export function uncontendedSection(rows: UncontendedRow[]): string {
+  const ours = rows.find((r) => r.id.startsWith("fencelock"));
+  const concurrency = rows[0]?.concurrent.clients ?? 0;
+  const headers = ["library", "transport", "sequential ops/s (rounds min–max)", "fencelock ÷ this", `${concurrency} clients ops/s (rounds min–max)`, "fencelock ÷ this",
+    "requests / cycle", "Redis cmds / cycle", "requests per acquire · heartbeat · release"];
+  const body = rows.map((r) => [
+    r.label, r.transport.toUpperCase(),
+    withSpread(r.sequential), ratio(ours?.sequential.opsPerSec, r.sequential.opsPerSec),
+    withSpread(r.concurrent), ratio(ours?.concurrent.opsPerSec, r.concurrent.opsPerSec),
+    num(r.sequential.requestsPerOp, 2), num(r.sequential.redisCommandsPerOp, 2),
+    `${num(r.perCall.acquire, 2)} · ${num(r.perCall.heartbeat, 2)} · ${num(r.perCall.release, 2)}`,
+  ]);
+  const breakdown = rows.map((r) => [r.label, Object.entries(r.sequential.commandsPerOp).map(([c, n]) => `${c} ${num(n, 2)}`).join(", ")]);
+  return [table(headers, body, 2), "", "What one acquire + release cycle runs inside Redis (INFO commandstats, commands called from Lua included):", "",
+    table(["library", "commands per cycle"], breakdown, 2)].join("\n");
+}
+
+/** "155.3 (139.0–177.9)": the overall rate and the slowest and fastest of its rounds. */
+export function withSpread(t: Throughput): string {
+  if (t.roundOpsPerSec.length < 2) return num(t.opsPerSec);
+  return `${num(t.opsPerSec)} (${num(Math.min(...t.roundOpsPerSec), 0)}–${num(Math.max(...t.roundOpsPerSec), 0)})`;
+}
+
+type Measured5 = Extract<HandoffRow, { available: true }>;
+
+/** Which gap the ratio columns compare: to the next holder (2a) or to a waiting client (2b). */
+export type Headline = "next" | "waiter";
+
+const headlineP50 = (r: Measured5 | undefined, headline: Headline) => (headline === "next" ? r?.gapMs.p50 : r?.toWaiterGapMs.p50);
+
+export function handoffSection(rows: HandoffRow[], headline: Headline): string {
+  const measured = rows.filter((r): r is Measured5 => r.available);
+  const reference = measured.find((r) => r.id === "fencelock-push") ?? measured.find((r) => r.id === "fencelock-poll");
+  const ref = reference?.label ?? "fencelock";
+  const headers = ["library", "critical sections/s", "gap to next holder p50 · p99 ms", "gap to a waiter p50 · p99 ms", "handed to a waiter",
+    `${headline === "next" ? "next-holder" : "waiter"} p50: ${ref} ÷ this`, `sections/s: ${ref} ÷ this`, "waiting requests / s (mean · max)",
+    "mean wait ms", "longest wait ms", "longest ÷ mean", "sections per client", "retry windows run out"];
+  const body = rows.map((r) => (r.available ? handoffRow(r, reference, headline) : [r.label, `not available: ${r.note}`, ...headers.slice(2).map(() => "")]));
+  const overlaps = measured.filter((r) => r.overlaps > 0).map((r) => `${r.label}: ${r.overlaps}`);
+  const exclusion = overlaps.length === 0
+    ? "Mutual exclusion held throughout: no holder's acquire() resolved before the previous holder called release()."
+    : `**Overlapping critical sections seen** (next holder before the previous release began): ${overlaps.join(", ")}.`;
+  return [table(headers, body), "", exclusion].join("\n");
+}
+
+function handoffRow(r: Measured5, reference: Measured5 | undefined, headline: Headline): string[] {
+  return [
+    r.label, num(r.sectionsPerSec),
+    `${num(r.gapMs.p50, 2)} · ${num(r.gapMs.p99, 2)}`, `${num(r.toWaiterGapMs.p50, 2)} · ${num(r.toWaiterGapMs.p99, 2)}`,
+    `${num(r.changedHands * 100, 0)} %`,
+    ratio(headlineP50(reference, headline), headlineP50(r, headline)), ratio(reference?.sectionsPerSec, r.sectionsPerSec),
+    `${num(r.requestsPerWaiterPerSec.mean)} · ${num(r.requestsPerWaiterPerSec.max)}`,
+    num(r.waitMs.mean), num(r.waitMs.max), `${num(r.starvation)}×`,
+    `${r.sectionsPerClient.min}–${r.sectionsPerClient.max}`, String(r.exhausted),
+  ];
+}
+
+export function scalingSection(cells: ScalingCell[]): string {
+  const names = cells.filter((c) => c.axis === "names");
+  const contenders = cells.filter((c) => c.axis === "contenders");
+  const namesTable = table(["library", "distinct names", "clients", "ops/s", "requests / op", "wait p50 ms", "wait p99 ms"],
+    names.map((c) => [c.library, num(c.names, 0), String(c.clients), num(c.opsPerSec), num(c.requestsPerOp, 2), num(c.waitMs.p50, 2), num(c.waitMs.p99, 2)]));
+  const contendersTable = table(["library", "contenders (1 name)", "critical sections/s", "gap to a waiter p50 ms", "requests / op", "wait p99 ms", "longest ÷ mean wait", "busiest waiter requests/s"],
+    contenders.map((c) => [c.library, String(c.clients), num(c.opsPerSec), num(c.gapP50Ms, 2), num(c.requestsPerOp, 2), num(c.waitMs.p99, 1), `${num(c.starvation)}×`, num(c.requestsPerWaiterPerSec)]));
+  return ["Distinct names (each client takes the next name of a shared round-robin over N names, acquire + release, no hold):", "", namesTable,
+    "", "Contenders on one name (hold 5 ms; a client that released rejoins once another has the lock, as in 2b):", "", contendersTable].join("\n");
+}
+
+export function sizeSection(rows: Measured[]): string {
+  return table(["bundle", "minified", "min+gzip", "budget (gzip)"], rows.map((r) => [
+    r.name, kib(r.bytes), kib(r.gzipBytes),
+    r.budgetBytes === undefined ? "" : `${kib(r.budgetBytes)} ${r.gzipBytes <= r.budgetBytes ? "ok" : "OVER"}`,
+  ]));
+}
+
+export function environmentSection(results: BenchResults): string {
+  const env = results.environment;
+  const packages = Object.entries(env.packages).map(([name, version]) => `${name} ${version}`).join(", ");
+  return [
+    `- Date: ${env.date}; commit ${env.commit}; total run ${num(results.runSeconds)} s`,
+    `- Node ${env.node} on ${env.platform}, ${env.cpus} × ${env.cpuModel}; Redis ${env.redis}`,
+    `- Packages: ${packages}`,
+  ].join("\n");
+}
+
+export function settingsSection(results: BenchResults): string {
+  return results.libraries.map((l) => `- **${l.label}** (${l.transport.toUpperCase()}): ${l.settings}`).join("\n");
+}
