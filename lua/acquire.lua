@@ -1,20 +1,51 @@
--- Acquire a lease, or join it reentrantly when the caller already owns it.
+-- Acquire a lease, or join it reentrantly when the caller already owns it. Waiters queue
+-- in arrival order, so a free lock goes to the longest waiter, not to whoever asks first.
 -- KEYS[1] lock hash {owner, fence, holds, q:<requestId>...}
 -- KEYS[2] fence hash {last, released}
--- ARGV owner, requestId, leaseMs, fenceTtlMs
--- Reply {1, fence, holds, ttlMs} when held by the caller, {0, ttlMs} when busy.
-local lock, fenceKey = KEYS[1], KEYS[2]
-local owner, seen = ARGV[1], 'q:' .. ARGV[2]
-local leaseMs, fenceTtlMs = tonumber(ARGV[3]), tonumber(ARGV[4])
+-- KEYS[3] queue zset (ticket -> arrival, µs), KEYS[4] alive zset (ticket -> expiry, ms)
+-- ARGV owner, ticket (the acquire call's request id), leaseMs, fenceTtlMs,
+--      queueMs (how long the ticket stays queued without another attempt; 0 = do not queue)
+-- Reply {1, fence, holds, ttlMs} when held by the caller,
+--       {0, ttlMs, position} when busy (ttlMs 0: free but promised to an earlier waiter;
+--       position: the caller's place in the queue, -1 when not queued).
+local lock, fenceKey, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, ticket = ARGV[1], ARGV[2]
+local seen = 'q:' .. ticket
+local leaseMs, fenceTtlMs, queueMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local t = redis.call('TIME')
+local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local nowMs = math.floor(nowUs / 1000)
+
+-- Waiters that stopped asking (crashed, gave up) lose their place.
+local gone = redis.call('ZRANGEBYSCORE', alive, '-inf', nowMs, 'LIMIT', 0, 100)
+if #gone > 0 then
+  redis.call('ZREM', queue, unpack(gone))
+  redis.call('ZREM', alive, unpack(gone))
+end
+
+local function waitInLine(ttl)
+  if queueMs <= 0 then return {0, ttl, -1} end
+  redis.call('ZADD', queue, 'NX', nowUs, ticket)
+  redis.call('ZADD', alive, nowMs + queueMs, ticket)
+  if redis.call('PTTL', queue) < queueMs then
+    redis.call('PEXPIRE', queue, queueMs)
+    redis.call('PEXPIRE', alive, queueMs)
+  end
+  return {0, ttl, redis.call('ZRANK', queue, ticket)}
+end
 
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
 if cur[1] == false then
+  local head = redis.call('ZRANGE', queue, 0, 0)[1]
+  if head and head ~= ticket then
+    return waitInLine(0)
+  end
+  redis.call('ZREM', queue, ticket)
+  redis.call('ZREM', alive, ticket)
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')
-  local fence = string.format('%d', math.max(last + 1, now))
+  local fence = string.format('%d', math.max(last + 1, nowUs))
   redis.call('HSET', lock, 'owner', owner, 'fence', fence, 'holds', 1, seen, 1)
   redis.call('PEXPIRE', lock, leaseMs)
   redis.call('HSET', fenceKey, 'last', fence)
@@ -23,7 +54,7 @@ if cur[1] == false then
 end
 
 if cur[1] ~= owner then
-  return {0, redis.call('PTTL', lock)}
+  return waitInLine(redis.call('PTTL', lock))
 end
 
 -- A retried request (same requestId) must not count a second hold.

@@ -1,5 +1,5 @@
 -- Give back one hold; the last hold deletes the lock.
--- KEYS[1] lock hash, KEYS[2] fence hash
+-- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset
 -- ARGV owner, fence, requestId, wake channel
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
 -- the lease had already expired or changed hands.
@@ -17,8 +17,10 @@ if cur[1] == owner and cur[2] == fence then
   redis.call('DEL', lock)
   -- Remembered so that a retry of this release reports "released", not "expired".
   redis.call('HSET', fenceKey, 'released', fence)
-  -- Waiters that opted into push wake-ups retry at once instead of sleeping out the TTL.
-  redis.call('PUBLISH', ARGV[4], fence)
+  -- The longest waiter, if it listens for push wake-ups, tries at once instead of sleeping.
+  -- The prefix keeps a client's JSON parsing from turning an all-digit ticket into a number.
+  local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+  if head then redis.call('PUBLISH', ARGV[4], 't:' .. head) end
   return {1, 0}
 end
 if redis.call('HGET', fenceKey, 'released') == fence then

@@ -2,8 +2,6 @@ export { createLocks } from "./locks.ts";
 export type { Locks, LockState, HeldLease } from "./locks.ts";
 export { Lease } from "./lease.ts";
 export { createFencedStore } from "./fenced-store.ts";
-export { fencedFetch, STALE_FENCE_PROBLEM } from "./fenced-fetch.ts";
-export { FENCE_HEADER, parseFenceHeader } from "./fence.ts";
 export type { FencedStore, Fenced } from "./fenced-store.ts";
 export type { ReleaseOutcome } from "./lease.ts";
 export type { RedisClient } from "./redis.ts";

@@ -3,9 +3,6 @@ import { LockConfigError } from "./errors.ts";
 /** Longest lock or resource name accepted, in UTF-16 code units. */
 export const MAX_NAME_LENGTH = 512;
 
-// A lone surrogate cannot be encoded as UTF-8: two different names would reach
-// Redis as the same bytes (U+FFFD), so they are refused rather than merged.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Throws LockConfigError unless `name` is a usable lock or resource name. */
 export function checkName(name: unknown, what = "lock name"): string {
@@ -16,7 +13,9 @@ export function checkName(name: unknown, what = "lock name"): string {
   if (name.length > MAX_NAME_LENGTH) {
     throw new LockConfigError(what, [`${name.length} characters is over the limit of ${MAX_NAME_LENGTH}`]);
   }
-  if (LONE_SURROGATE.test(name)) {
+  // A lone surrogate cannot be encoded as UTF-8: two different names would reach
+  // Redis as the same bytes (U+FFFD), so they are refused rather than merged.
+  if (!name.isWellFormed()) {
     throw new LockConfigError(what, ["contains an unpaired UTF-16 surrogate"]);
   }
   return name;
@@ -33,10 +32,18 @@ export function escapeName(name: string): string {
 export interface LockKeys {
   readonly lock: string;
   readonly fence: string;
+  /** Waiters in arrival order, and when each stops counting as waiting. */
+  readonly queue: string;
+  readonly alive: string;
 }
 
-/** Both keys of one lock share a hash tag, so every script touches a single cluster slot. */
+/** All keys of one lock share a hash tag, so every script touches a single cluster slot. */
 export function lockKeys(prefix: string, name: string): LockKeys {
   const tag = `${prefix}:{${escapeName(name)}}`;
-  return { lock: `${tag}:lock`, fence: `${tag}:fence` };
+  return { lock: `${tag}:lock`, fence: `${tag}:fence`, queue: `${tag}:queue`, alive: `${tag}:alive` };
+}
+
+/** Lowercase hex of some bytes: owner tokens, request ids, wake channels. */
+export function toHex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -1,6 +1,6 @@
 import { LockConfigError, LockTimeoutError, LockUnavailableError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
-import { checkName, lockKeys } from "./keys.ts";
+import { checkName, lockKeys, toHex } from "./keys.ts";
 import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
 import {
   acquireOptionsSchema, locksOptionsSchema, parseOptions, tryAcquireOptionsSchema,
@@ -8,6 +8,7 @@ import {
 } from "./options.ts";
 import { integers, runScript } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
+import { QUEUE_ALIVE_MS, type Busy } from "./wait.ts";
 import { pollWaiter, pushWaiter, wakeChannel } from "./wake.ts";
 
 /** How long a lock's fence record outlives the lease, so a late retry of release still finds it. */
@@ -20,6 +21,8 @@ export interface LockState {
   fence: number | null;
   remainingMs: number;
   holds: number;
+  /** Callers of acquire() waiting in line. */
+  waiters: number;
 }
 
 export interface HeldLease {
@@ -42,8 +45,7 @@ export interface Locks {
 
 /** Owner tokens and request ids: 128 random bits from Web Crypto, as hex. */
 function newToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return toHex(crypto.getRandomValues(new Uint8Array(16)));
 }
 
 /**
@@ -59,7 +61,7 @@ export function createLocks(options: LocksOptions): Locks {
   const config = parseOptions(locksOptionsSchema, options, "createLocks options");
   const run = async (script: scripts.LuaScript, name: string, args: string[], owner: string) => {
     const keys = lockKeys(config.prefix, name);
-    const reply = await runScript(config.redis, script, [keys.lock, keys.fence], args, {
+    const reply = await runScript(config.redis, script, [keys.lock, keys.fence, keys.queue, keys.alive], args, {
       timeoutMs: config.timeoutMs,
       secrets: [owner],
     });
@@ -74,19 +76,35 @@ export function createLocks(options: LocksOptions): Locks {
     // The same request id on every attempt: an attempt that landed unseen is not counted twice.
     const requestId = newToken();
     const deadline = performance.now() + waitMs;
-    const waiter = opts.wake === "push" ? pushWaiter(config.redis, wakeChannel(config.prefix, name)) : pollWaiter;
+    // Only a caller that will wait takes a place in line; it doubles as the queue ticket.
+    const queueMs = waitMs > 0 ? QUEUE_ALIVE_MS : 0;
+    const waiter = opts.wake === "push" ? pushWaiter(config.redis, wakeChannel(config.prefix, name), requestId) : pollWaiter;
+    let queued = false;
     try {
       for (let tries = 0; ; tries++) {
         opts.signal?.throwIfAborted();
-        const outcome = await attempt(name, owner, requestId, leaseMs);
+        const outcome = await attempt(name, owner, requestId, leaseMs, queueMs);
         if (outcome instanceof Lease) return await keepUnlessAborted(outcome, opts.signal);
+        queued ||= outcome.position >= 0;
         const budgetMs = deadline - performance.now();
-        if (budgetMs <= 0) return outcome;
-        await waiter.pause(tries, outcome.busyForMs, budgetMs, opts.signal);
+        if (budgetMs <= 0) {
+          if (queued) leaveQueue(name, requestId);
+          return outcome;
+        }
+        await waiter.pause(tries, outcome, budgetMs, opts.signal);
       }
+    } catch (error) {
+      if (queued) leaveQueue(name, requestId);
+      throw error;
     } finally {
       await waiter.close().catch(() => undefined);
     }
+  }
+
+  /** Gives up a place in line at once rather than holding a free lock back until it expires. */
+  function leaveQueue(name: string, ticket: string): void {
+    // Not awaited: the caller is leaving (aborted or failed) and must not wait on Redis.
+    run(scripts.leave, name, [ticket], "").catch(() => undefined);
   }
 
   async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {
@@ -121,16 +139,11 @@ export function createLocks(options: LocksOptions): Locks {
 
   async function inspect(name: string): Promise<LockState> {
     checkName(name);
-    const [held = 0, fence = 0, ttl = 0, holds = 0] = await run(scripts.inspect, name, [], "");
-    return { held: held === 1, fence: fence > 0 ? fence : null, remainingMs: Math.max(0, ttl), holds };
+    const [held = 0, fence = 0, ttl = 0, holds = 0, waiters = 0] = await run(scripts.inspect, name, [], "");
+    return { held: held === 1, fence: fence > 0 ? fence : null, remainingMs: Math.max(0, ttl), holds, waiters };
   }
 
   return { acquire, tryAcquire, withLock, resume, inspect };
-}
-
-/** A busy lock: how long its holder's lease still runs. */
-interface Busy {
-  busyForMs: number;
 }
 
 type Run = (script: scripts.LuaScript, name: string, args: string[], owner: string) => Promise<number[]>;
@@ -152,11 +165,11 @@ function leaseBackend(run: Run, channel: (name: string) => string): LeaseBackend
 }
 
 function attemptAcquire(run: Run, backend: LeaseBackend) {
-  return async function attempt(name: string, owner: string, requestId: string, leaseMs: number): Promise<Lease | Busy> {
+  return async function attempt(name: string, owner: string, requestId: string, leaseMs: number, queueMs: number): Promise<Lease | Busy> {
     const sentAt = performance.now();
-    const args = [owner, requestId, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS)];
-    const [held, fenceOrTtl = 0, , ttl = 0] = await run(scripts.acquire, name, args, owner);
-    if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl) };
+    const args = [owner, requestId, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS), String(queueMs)];
+    const [held, fenceOrTtl = 0, third = -1, ttl = 0] = await run(scripts.acquire, name, args, owner);
+    if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl), position: third };
     if (!Number.isSafeInteger(fenceOrTtl) || fenceOrTtl <= 0) {
       throw new LockUnavailableError(`Redis returned an invalid fence for "${name}"; is the data under this prefix ours?`);
     }
@@ -165,7 +178,7 @@ function attemptAcquire(run: Run, backend: LeaseBackend) {
     // A reply that took most of the lease to arrive is of no use: give it back.
     if (lease.remainingMs() < leaseMs / 10) {
       await lease.release().catch(() => undefined);
-      return { busyForMs: 0 };
+      return { busyForMs: 0, position: -1 };
     }
     return lease;
   };

@@ -14,7 +14,7 @@ const redisClient = z.custom<RedisClient>(
   (v) =>
     typeof v === "object" && v !== null &&
     typeof (v as RedisClient).evalsha === "function" && typeof (v as RedisClient).eval === "function",
-  "expected a Redis client with eval() and evalsha(), such as new Redis({ url, token }) from @upstash/redis",
+  "expected a Redis client such as new Redis({ url, token }) from @upstash/redis",
 );
 
 const prefix = z.string("expected a string").check(

@@ -14,7 +14,7 @@ export interface RedisClient {
 
 /** The part of @upstash/redis's Subscriber that push wake-ups listen to. */
 export interface WakeSubscriber {
-  on(type: "subscribe" | "message" | "error", listener: () => void): void;
+  on(type: "subscribe" | "message" | "error", listener: (event: unknown) => void): void;
   unsubscribe(): Promise<void>;
 }
 

@@ -7,43 +7,49 @@ export interface LuaScript {
 }
 
 export const acquire: LuaScript = {
-  name: "acquire.lua",
-  sha1: "0ca2c4e188ea83287ce8c4b17661bb4a0ed65429",
-  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal owner, seen = ARGV[1], 'q:' .. ARGV[2]\nlocal leaseMs, fenceTtlMs = tonumber(ARGV[3]), tonumber(ARGV[4])\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')\nif cur[1] == false then\nlocal t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])\nlocal last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')\nlocal fence = string.format('%d', math.max(last + 1, now))\nredis.call('HSET', lock, 'owner', owner, 'fence', fence, 'holds', 1, seen, 1)\nredis.call('PEXPIRE', lock, leaseMs)\nredis.call('HSET', fenceKey, 'last', fence)\nredis.call('PEXPIRE', fenceKey, fenceTtlMs)\nreturn {1, tonumber(fence), 1, leaseMs}\nend\nif cur[1] ~= owner then\nreturn {0, redis.call('PTTL', lock)}\nend\nlocal holds = tonumber(cur[3])\nif redis.call('HSETNX', lock, seen, 1) == 1 then\nholds = redis.call('HINCRBY', lock, 'holds', 1)\nend\nlocal ttl = redis.call('PTTL', lock)\nif ttl < leaseMs then\nredis.call('PEXPIRE', lock, leaseMs)\nredis.call('PEXPIRE', fenceKey, fenceTtlMs)\nttl = leaseMs\nend\nreturn {1, tonumber(cur[2]), holds, ttl}",
+  name: "acquire",
+  sha1: "8269e83d08aecd78839d668411e14fec6d563c4b",
+  text: "local lock,fenceKey,queue,alive=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal owner,ticket=ARGV[1],ARGV[2]\nlocal seen='q:' .. ticket\nlocal leaseMs,fenceTtlMs,queueMs=tonumber(ARGV[3]),tonumber(ARGV[4]),tonumber(ARGV[5])\nlocal t=redis.call('TIME')\nlocal nowUs=tonumber(t[1])*1000000+tonumber(t[2])\nlocal nowMs=math.floor(nowUs/1000)\nlocal gone=redis.call('ZRANGEBYSCORE',alive,'-inf',nowMs,'LIMIT',0,100)\nif #gone>0 then\nredis.call('ZREM',queue,unpack(gone))\nredis.call('ZREM',alive,unpack(gone))\nend\nlocal function waitInLine(ttl)\nif queueMs<=0 then return{0,ttl,-1}end\nredis.call('ZADD',queue,'NX',nowUs,ticket)\nredis.call('ZADD',alive,nowMs+queueMs,ticket)\nif redis.call('PTTL',queue)<queueMs then\nredis.call('PEXPIRE',queue,queueMs)\nredis.call('PEXPIRE',alive,queueMs)\nend\nreturn{0,ttl,redis.call('ZRANK',queue,ticket)}\nend\nlocal cur=redis.call('HMGET',lock,'owner','fence','holds')\nif cur[1]==false then\nlocal head=redis.call('ZRANGE',queue,0,0)[1]\nif head and head~=ticket then\nreturn waitInLine(0)\nend\nredis.call('ZREM',queue,ticket)\nredis.call('ZREM',alive,ticket)\nlocal last=tonumber(redis.call('HGET',fenceKey,'last')or '0')\nlocal fence=string.format('%d',math.max(last+1,nowUs))\nredis.call('HSET',lock,'owner',owner,'fence',fence,'holds',1,seen,1)\nredis.call('PEXPIRE',lock,leaseMs)\nredis.call('HSET',fenceKey,'last',fence)\nredis.call('PEXPIRE',fenceKey,fenceTtlMs)\nreturn{1,tonumber(fence),1,leaseMs}\nend\nif cur[1]~=owner then\nreturn waitInLine(redis.call('PTTL',lock))\nend\nlocal holds=tonumber(cur[3])\nif redis.call('HSETNX',lock,seen,1)==1 then\nholds=redis.call('HINCRBY',lock,'holds',1)\nend\nlocal ttl=redis.call('PTTL',lock)\nif ttl<leaseMs then\nredis.call('PEXPIRE',lock,leaseMs)\nredis.call('PEXPIRE',fenceKey,fenceTtlMs)\nttl=leaseMs\nend\nreturn{1,tonumber(cur[2]),holds,ttl}",
 };
 
 export const heartbeat: LuaScript = {
-  name: "heartbeat.lua",
-  sha1: "569b50aecb0747d13dc62dca076d1f933a933c93",
-  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence')\nif cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then\nreturn {0}\nend\nlocal leaseMs = tonumber(ARGV[3])\nredis.call('PEXPIRE', lock, leaseMs)\nredis.call('PEXPIRE', fenceKey, tonumber(ARGV[4]))\nreturn {1, leaseMs}",
+  name: "heartbeat",
+  sha1: "e8271c5a1521816b261fee9d96a063eeb621b8e6",
+  text: "local lock,fenceKey=KEYS[1],KEYS[2]\nlocal cur=redis.call('HMGET',lock,'owner','fence')\nif cur[1]~=ARGV[1] or cur[2]~=ARGV[2] then\nreturn{0}\nend\nlocal leaseMs=tonumber(ARGV[3])\nredis.call('PEXPIRE',lock,leaseMs)\nredis.call('PEXPIRE',fenceKey,tonumber(ARGV[4]))\nreturn{1,leaseMs}",
 };
 
 export const inspect: LuaScript = {
-  name: "inspect.lua",
-  sha1: "a821b12fa90eea433979a741e90afa047aad6093",
-  text: "local cur = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'holds')\nif cur[1] == false then\nlocal last = redis.call('HGET', KEYS[2], 'last')\nreturn {0, tonumber(last or '0'), 0, 0}\nend\nreturn {1, tonumber(cur[2]), redis.call('PTTL', KEYS[1]), tonumber(cur[3])}",
+  name: "inspect",
+  sha1: "3c3f851e029b0317683286b3a2c3e629e28763df",
+  text: "local cur=redis.call('HMGET',KEYS[1],'owner','fence','holds')\nlocal waiters=redis.call('ZCARD',KEYS[3])\nif cur[1]==false then\nlocal last=redis.call('HGET',KEYS[2],'last')\nreturn{0,tonumber(last or '0'),0,0,waiters}\nend\nreturn{1,tonumber(cur[2]),redis.call('PTTL',KEYS[1]),tonumber(cur[3]),waiters}",
+};
+
+export const leave: LuaScript = {
+  name: "leave",
+  sha1: "095e3b147d5c9210b6a69a94748dcbf7669f5af9",
+  text: "redis.call('ZREM',KEYS[3],ARGV[1])\nredis.call('ZREM',KEYS[4],ARGV[1])\nreturn{1}",
 };
 
 export const release: LuaScript = {
-  name: "release.lua",
-  sha1: "4bc0a20aaf329f7449421dd278526918b5f93f63",
-  text: "local lock, fenceKey = KEYS[1], KEYS[2]\nlocal owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]\nlocal cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')\nif cur[1] == owner and cur[2] == fence then\nlocal holds = tonumber(cur[3])\nif redis.call('HSETNX', lock, seen, 1) == 0 then\nreturn {1, holds}\nend\nif holds > 1 then\nreturn {1, redis.call('HINCRBY', lock, 'holds', -1)}\nend\nredis.call('DEL', lock)\nredis.call('HSET', fenceKey, 'released', fence)\nredis.call('PUBLISH', ARGV[4], fence)\nreturn {1, 0}\nend\nif redis.call('HGET', fenceKey, 'released') == fence then\nreturn {1, 0}\nend\nreturn {0}",
+  name: "release",
+  sha1: "af97d6f29f626756c8f61ed866859713e0d7e136",
+  text: "local lock,fenceKey=KEYS[1],KEYS[2]\nlocal owner,fence,seen=ARGV[1],ARGV[2],'q:' .. ARGV[3]\nlocal cur=redis.call('HMGET',lock,'owner','fence','holds')\nif cur[1]==owner and cur[2]==fence then\nlocal holds=tonumber(cur[3])\nif redis.call('HSETNX',lock,seen,1)==0 then\nreturn{1,holds}\nend\nif holds>1 then\nreturn{1,redis.call('HINCRBY',lock,'holds',-1)}\nend\nredis.call('DEL',lock)\nredis.call('HSET',fenceKey,'released',fence)\nlocal head=redis.call('ZRANGE',KEYS[3],0,0)[1]\nif head then redis.call('PUBLISH',ARGV[4],'t:' .. head)end\nreturn{1,0}\nend\nif redis.call('HGET',fenceKey,'released')==fence then\nreturn{1,0}\nend\nreturn{0}",
 };
 
 export const storeClaim: LuaScript = {
-  name: "store-claim.lua",
-  sha1: "6ab66e2e168a24886c6a5414986c18d3cdc1e797",
-  text: "local fence = ARGV[1]\nif not string.match(fence, '^[1-9][0-9]*$') or #fence > 16 or tonumber(fence) > 9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal cur = redis.call('HMGET', KEYS[1], 'fence', 'value')\nlocal highest = tonumber(cur[1] or '0')\nif tonumber(fence) < highest then\nreturn {0, highest}\nend\nredis.call('HSET', KEYS[1], 'fence', fence)\nlocal ttlMs = tonumber(ARGV[2])\nif ttlMs > 0 then redis.call('PEXPIRE', KEYS[1], ttlMs) end\nif cur[2] then return {1, tonumber(fence), 'v:' .. cur[2]} end\nreturn {1, tonumber(fence)}",
+  name: "store-claim",
+  sha1: "249f008127ad22aec4363ed352eec7ab9bc9da94",
+  text: "local fence=ARGV[1]\nif not string.match(fence,'^[1-9][0-9]*$')or #fence>16 or tonumber(fence)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal cur=redis.call('HMGET',KEYS[1],'fence','value')\nlocal highest=tonumber(cur[1] or '0')\nif tonumber(fence)<highest then\nreturn{0,highest}\nend\nredis.call('HSET',KEYS[1],'fence',fence)\nlocal ttlMs=tonumber(ARGV[2])\nif ttlMs>0 then redis.call('PEXPIRE',KEYS[1],ttlMs)end\nif cur[2] then return{1,tonumber(fence),'v:' .. cur[2]}end\nreturn{1,tonumber(fence)}",
 };
 
 export const storeRead: LuaScript = {
-  name: "store-read.lua",
-  sha1: "b53ec3d1f6eff6659796b4abc2892f99f1d64782",
-  text: "local cur = redis.call('HMGET', KEYS[1], 'fence', 'value')\nlocal fence = tonumber(cur[1] or '0')\nif cur[2] then return {fence, 'v:' .. cur[2]} end\nreturn {fence}",
+  name: "store-read",
+  sha1: "e9b220040ac7c8c0ed9846bff247e7f99fcdf489",
+  text: "local cur=redis.call('HMGET',KEYS[1],'fence','value')\nlocal fence=tonumber(cur[1] or '0')\nif cur[2] then return{fence,'v:' .. cur[2]}end\nreturn{fence}",
 };
 
 export const storeWrite: LuaScript = {
-  name: "store-write.lua",
-  sha1: "056587da5c7409ba238c3d317b7e7cfa9cdfd0e4",
-  text: "local fence = ARGV[1]\nif not string.match(fence, '^[1-9][0-9]*$') or #fence > 16 or tonumber(fence) > 9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal highest = tonumber(redis.call('HGET', KEYS[1], 'fence') or '0')\nif tonumber(fence) < highest then\nreturn {0, highest}\nend\nredis.call('HSET', KEYS[1], 'fence', fence, 'value', ARGV[2])\nlocal ttlMs = tonumber(ARGV[3])\nif ttlMs > 0 then redis.call('PEXPIRE', KEYS[1], ttlMs) end\nreturn {1, tonumber(fence)}",
+  name: "store-write",
+  sha1: "ab4195ff64d3f12e3c0f013e38f265a4c15c8953",
+  text: "local fence=ARGV[1]\nif not string.match(fence,'^[1-9][0-9]*$')or #fence>16 or tonumber(fence)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal highest=tonumber(redis.call('HGET',KEYS[1],'fence')or '0')\nif tonumber(fence)<highest then\nreturn{0,highest}\nend\nredis.call('HSET',KEYS[1],'fence',fence,'value',ARGV[2])\nlocal ttlMs=tonumber(ARGV[3])\nif ttlMs>0 then redis.call('PEXPIRE',KEYS[1],ttlMs)end\nreturn{1,tonumber(fence)}",
 };

@@ -1,18 +1,32 @@
 /** Shortest pause between attempts: a waiter makes at most 20 requests a second. */
 export const MIN_RETRY_MS = 50;
 const MAX_RETRY_MS = 800;
+/** The first waiter in line is next: it looks more often, so a free lock does not sit idle. */
+const HEAD_MAX_RETRY_MS = 200;
+/** A queued waiter keeps its place this long after each attempt; every pause is shorter. */
+export const QUEUE_ALIVE_MS = 2_000;
+
+/** What a busy attempt learned: the holder's remaining TTL and the caller's place in line. */
+export interface Busy {
+  /** 0 with a position above 0: free, but promised to an earlier waiter. */
+  busyForMs: number;
+  /** 0 = next in line; -1 = not queued. */
+  position: number;
+}
 
 /**
- * How long to sleep before the next attempt: grows 50, 100, 200 ... 800 ms, never
- * past the holder's remaining TTL (the lock is free by then) or the wait budget,
- * with jitter so that waiters released together do not retry together.
+ * How long to sleep before the next attempt: grows 50, 100, 200 ... 800 ms (200 for the
+ * waiter next in line), never past the holder's remaining TTL (the lock is free by then)
+ * or the wait budget, with jitter so that waiters do not retry in step.
  */
-export function retryDelayMs(attempt: number, busyForMs: number, budgetMs: number, random = Math.random): number {
-  const grown = Math.min(MAX_RETRY_MS, MIN_RETRY_MS * 2 ** Math.min(attempt, 4));
-  const jittered = grown * (0.5 + random() / 2);
-  const floored = Math.max(MIN_RETRY_MS, jittered);
+export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, budgetMs: number, random = Math.random): number {
+  const cap = position === 0 ? HEAD_MAX_RETRY_MS : MAX_RETRY_MS;
+  const grown = Math.min(cap, MIN_RETRY_MS * 2 ** Math.min(attempt, 4));
+  const floored = Math.max(MIN_RETRY_MS, grown * (0.5 + random() / 2));
+  // Promised to someone earlier: the holder's TTL says nothing about our turn.
+  const reserved = busyForMs === 0 && position > 0;
   // +1: the key is gone only once its TTL has fully elapsed.
-  const untilFree = Math.max(1, busyForMs + 1);
+  const untilFree = reserved ? Number.POSITIVE_INFINITY : Math.max(1, busyForMs + 1);
   return Math.max(0, Math.min(floored, untilFree, budgetMs));
 }
 

@@ -1,42 +1,44 @@
+import { toHex } from "./keys.ts";
 import type { RedisClient, WakeSubscriber } from "./redis.ts";
-import { retryDelayMs, sleep } from "./wait.ts";
+import { QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./wait.ts";
 
 /** How acquire() spends the time between two attempts on a busy lock. */
 export interface Waiter {
-  pause(tries: number, busyForMs: number, budgetMs: number, signal?: AbortSignal): Promise<void>;
+  pause(tries: number, busy: Busy, budgetMs: number, signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }
 
 /** The default: server-hinted, jittered backoff. */
 export const pollWaiter: Waiter = {
-  pause: (tries, busyForMs, budgetMs, signal) => sleep(retryDelayMs(tries, busyForMs, budgetMs), signal),
+  pause: (tries, busy, budgetMs, signal) => sleep(retryDelayMs(tries, busy, budgetMs), signal),
   close: async () => undefined,
 };
 
-/** The channel a lock's final release publishes on; base64url keeps it safe in a URL path. */
+/** The channel a lock's final release publishes on; hex keeps any name safe in a URL path. */
 export function wakeChannel(prefix: string, name: string): string {
-  const bytes = new TextEncoder().encode(name);
-  const base64 = btoa(Array.from(bytes, (b) => String.fromCharCode(b)).join(""));
-  return `${prefix}:wake:${base64.replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+  return `${prefix}:wake:${toHex(new TextEncoder().encode(name))}`;
 }
 
 /**
  * Push wake-ups over SUBSCRIBE (server-sent events on Upstash). The stream opens after the
  * first busy attempt and the next attempt waits for its confirmation, so a release between
- * the two is caught by that attempt and every later one arrives as a message. Without a
- * message the waiter retries when the holder's TTL runs out, so a lost message, or an
- * expiry (which publishes nothing), costs one TTL, never the whole wait.
+ * the two is caught by that attempt and every later one arrives as a message. A release
+ * names the waiter first in line, so only that one wakes: no herd. Without its message a
+ * waiter retries when the holder's TTL runs out, and at least every second to keep its
+ * place in line, so a lost message or an expiry (which publishes nothing) costs little.
  */
-export function pushWaiter(redis: RedisClient, channel: string): Waiter {
+export function pushWaiter(redis: RedisClient, channel: string, ticket: string): Waiter {
   let stream: WakeStream | undefined;
   return {
-    async pause(tries, busyForMs, budgetMs, signal) {
+    async pause(tries, busy, budgetMs, signal) {
       if (!stream) {
-        stream = openStream(redis, channel);
+        stream = openStream(redis, channel, `t:${ticket}`);
         if (await stream.ready(budgetMs, signal)) return;
       }
-      if (!stream.live) return pollWaiter.pause(tries, busyForMs, budgetMs, signal);
-      await stream.message(Math.min(busyForMs + 1, budgetMs), signal);
+      if (!stream.live) return pollWaiter.pause(tries, busy, budgetMs, signal);
+      const refreshMs = QUEUE_ALIVE_MS / 2;
+      const hintMs = busy.busyForMs > 0 ? busy.busyForMs + 1 : refreshMs;
+      await stream.message(Math.min(hintMs, refreshMs, budgetMs), signal);
     },
     close: async () => stream?.close(),
   };
@@ -46,12 +48,12 @@ interface WakeStream {
   /** True once subscribed; false if the stream failed or did not confirm within `ms`. */
   ready(ms: number, signal?: AbortSignal): Promise<boolean>;
   readonly live: boolean;
-  /** Resolves on the next message (or one that came since the last call), or after `ms`. */
+  /** Resolves on the next message for this waiter (or one since the last call), or after `ms`. */
   message(ms: number, signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }
 
-function openStream(redis: RedisClient, channel: string): WakeStream {
+function openStream(redis: RedisClient, channel: string, wakeWord: string): WakeStream {
   let live = false;
   let failed = false;
   let pending = false;
@@ -67,7 +69,11 @@ function openStream(redis: RedisClient, channel: string): WakeStream {
   }
   subscriber?.on("subscribe", () => ((live = true), wakeAll()));
   subscriber?.on("error", () => ((live = false), (failed = true), wakeAll()));
-  subscriber?.on("message", () => ((pending = true), wakeAll()));
+  subscriber?.on("message", (event) => {
+    if (typeof event !== "object" || event === null || !("message" in event) || event.message !== wakeWord) return;
+    pending = true;
+    wakeAll();
+  });
   if (!subscriber) failed = true;
 
   // Waits until `done()` holds, a waker fires and it holds, `ms` pass, or the signal aborts.

@@ -3,7 +3,8 @@
 // neither concurrent buyers nor a holder paused past its lease can sell a ticket twice.
 import { Redis } from "@upstash/redis/cloudflare";
 import { Hono, type Context } from "hono";
-import { createLocks, StaleFenceError, STALE_FENCE_PROBLEM, type Locks } from "../src/index.ts";
+import { createLocks, StaleFenceError, type Locks } from "../src/index.ts";
+import { STALE_FENCE_PROBLEM } from "../src/http.ts";
 import { lockGuard, type LockVariables } from "../src/hono.ts";
 import { fencedClaim, fencedWrite, type SqlDatabase } from "../src/fenced-sql.ts";
 

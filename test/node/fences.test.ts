@@ -70,10 +70,15 @@ describe("fencing tokens", () => {
   it("leave no key without a TTL", async () => {
     const locks = createLocks({ redis, prefix: "ttl" });
     const outer = await locks.acquire("a");
-    await locks.acquire("a", { owner: outer.owner });
+    const inner = await locks.acquire("a", { owner: outer.owner });
     await (await locks.acquire("b")).release();
+    const waiting = locks.acquire("a", { waitMs: 5_000 }); // queues: two more keys
+    while ((await locks.inspect("a")).waiters === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     const keys = await redis.keys("ttl:*");
-    expect(keys.length).toBeGreaterThanOrEqual(3);
+    expect(keys).toEqual(expect.arrayContaining(["ttl:{a}:lock", "ttl:{a}:fence", "ttl:{a}:queue", "ttl:{a}:alive", "ttl:{b}:fence"]));
     for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);
+    await inner.release();
+    await outer.release();
+    await (await waiting).release();
   });
 });

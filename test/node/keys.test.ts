@@ -13,7 +13,7 @@ describe("key layout", () => {
     fc.assert(
       fc.property(fc.string({ unit: "grapheme", minLength: 1, maxLength: 40 }), (name) => {
         const keys = lockKeys("app", name);
-        expect(hashTag(keys.lock)).toBe(hashTag(keys.fence));
+        for (const key of [keys.fence, keys.queue, keys.alive]) expect(hashTag(key)).toBe(hashTag(keys.lock));
         expect(hashTag(keys.lock)).toBe(escapeName(name));
         expect(escapeName(name)).not.toMatch(/[{}]/);
       }),
@@ -32,6 +32,6 @@ describe("key layout", () => {
   });
 
   it("keeps ordinary names readable", () => {
-    expect(lockKeys("shop", "order:42")).toEqual({ lock: "shop:{order:42}:lock", fence: "shop:{order:42}:fence" });
+    expect(lockKeys("shop", "order:42")).toMatchObject({ lock: "shop:{order:42}:lock", fence: "shop:{order:42}:fence" });
   });
 });

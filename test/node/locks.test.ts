@@ -125,7 +125,7 @@ describe("reentrancy", () => {
 describe("inspect", () => {
   it("shows state without the owner, and the last fence once free", async () => {
     const locks = lockSet(uniquePrefix("inspect"));
-    expect(await locks.inspect("never-used")).toEqual({ held: false, fence: null, remainingMs: 0, holds: 0 });
+    expect(await locks.inspect("never-used")).toEqual({ held: false, fence: null, remainingMs: 0, holds: 0, waiters: 0 });
     const lease = await locks.acquire("door");
     const state = await locks.inspect("door");
     expect(state).toMatchObject({ held: true, fence: lease.fence, holds: 1 });

@@ -1,27 +1,43 @@
 import { describe, expect, it } from "vitest";
 import { createLocks, LockTimeoutError } from "../../src/index.ts";
-import { MIN_RETRY_MS, retryDelayMs, sleep } from "../../src/wait.ts";
+import { MIN_RETRY_MS, QUEUE_ALIVE_MS, retryDelayMs, sleep } from "../../src/wait.ts";
 import { counting, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+const busy = (busyForMs: number, position = 3) => ({ busyForMs, position });
 
 describe("retryDelayMs", () => {
   it("waits at least 50 ms, grows with attempts, and caps at 800 ms", () => {
     const low = () => 0;
     const high = () => 0.999_999;
-    expect(retryDelayMs(0, 10_000, 10_000, high)).toBeCloseTo(MIN_RETRY_MS, 0);
-    expect(retryDelayMs(0, 10_000, 10_000, low)).toBe(MIN_RETRY_MS);
-    expect(retryDelayMs(2, 10_000, 10_000, high)).toBeCloseTo(200, 0);
-    expect(retryDelayMs(30, 10_000, 10_000, high)).toBeCloseTo(800, 0);
+    expect(retryDelayMs(0, busy(10_000), 10_000, high)).toBeCloseTo(MIN_RETRY_MS, 0);
+    expect(retryDelayMs(0, busy(10_000), 10_000, low)).toBe(MIN_RETRY_MS);
+    expect(retryDelayMs(2, busy(10_000), 10_000, high)).toBeCloseTo(200, 0);
+    expect(retryDelayMs(30, busy(10_000), 10_000, high)).toBeCloseTo(800, 0);
+  });
+
+  it("lets the waiter next in line look at least every 200 ms", () => {
+    expect(retryDelayMs(30, busy(10_000, 0), 10_000, () => 0.999_999)).toBeCloseTo(200, 0);
   });
 
   it("never sleeps past the holder's remaining TTL or the caller's budget", () => {
-    expect(retryDelayMs(3, 20, 10_000)).toBe(21);
-    expect(retryDelayMs(3, 10_000, 70)).toBe(70);
-    expect(retryDelayMs(3, 10_000, 0)).toBe(0);
+    expect(retryDelayMs(3, busy(20), 10_000)).toBe(21);
+    expect(retryDelayMs(3, busy(10_000), 70)).toBe(70);
+    expect(retryDelayMs(3, busy(10_000), 0)).toBe(0);
+  });
+
+  it("backs off normally while a free lock is promised to an earlier waiter", () => {
+    expect(retryDelayMs(0, busy(0, 2), 10_000)).toBeGreaterThanOrEqual(MIN_RETRY_MS);
+  });
+
+  it("keeps every pause shorter than a queued waiter's place is kept", () => {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      expect(retryDelayMs(attempt, busy(60_000), 60_000, () => 0.999_999)).toBeLessThan(QUEUE_ALIVE_MS / 2);
+    }
   });
 
   it("spreads waiters with jitter", () => {
-    const delays = new Set(Array.from({ length: 50 }, () => Math.round(retryDelayMs(4, 10_000, 10_000))));
+    const delays = new Set(Array.from({ length: 50 }, () => Math.round(retryDelayMs(4, busy(10_000), 10_000))));
     expect(delays.size).toBeGreaterThan(10);
   });
 });

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { createFencedStore, createLocks, fencedFetch, StaleFenceError } from "../../src/index.ts";
+import { createFencedStore, createLocks, StaleFenceError } from "../../src/index.ts";
+import { fencedFetch } from "../../src/http.ts";
 import { requireFence, type FenceVariables } from "../../src/hono.ts";
 import { withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";

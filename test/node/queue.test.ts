@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import { createLocks, type Lease } from "../../src/index.ts";
+import { lockKeys } from "../../src/keys.ts";
+import * as scripts from "../../src/scripts.gen.ts";
+import { sleep } from "../../src/wait.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+const lockSet = (prefix: string) => createLocks({ redis: upstash(), prefix });
+
+async function until(check: () => Promise<boolean>, withinMs: number): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < withinMs) {
+    if (await check()) return performance.now() - started;
+    await sleep(20);
+  }
+  throw new Error(`condition not met within ${withinMs} ms`);
+}
+
+describe.each(["poll", "push"] as const)("waiting in line (%s)", (wake) => {
+  it("hands the lock to waiters in the order they arrived", async () => {
+    const prefix = uniquePrefix(`fifo-${wake}`);
+    const holder = await lockSet(prefix).acquire("door");
+    const order: number[] = [];
+    const waiters: Promise<void>[] = [];
+    for (let i = 0; i < 4; i++) {
+      waiters.push(
+        lockSet(prefix).acquire("door", { waitMs: 15_000, wake }).then(async (lease: Lease) => {
+          order.push(i);
+          await sleep(30);
+          await lease.release();
+        }),
+      );
+      await until(async () => (await lockSet(prefix).inspect("door")).waiters === i + 1, 3_000);
+    }
+    await holder.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2, 3]);
+    expect((await lockSet(prefix).inspect("door")).waiters).toBe(0);
+  });
+});
+
+describe("the queue", () => {
+  it("keeps tryAcquire from jumping ahead of a waiter when the lock frees up", async () => {
+    const prefix = uniquePrefix("no-barging");
+    const holder = await lockSet(prefix).acquire("door");
+    const waiting = lockSet(prefix).acquire("door", { waitMs: 10_000 });
+    await until(async () => (await lockSet(prefix).inspect("door")).waiters === 1, 3_000);
+    await holder.release();
+    expect(await lockSet(prefix).tryAcquire("door")).toBeNull();
+    const lease = await waiting;
+    expect(lease.fence).toBeGreaterThan(holder.fence);
+    await lease.release();
+  });
+
+  it("drops a waiter that stopped asking (crashed) within a few seconds", async () => {
+    const prefix = uniquePrefix("ghost");
+    const redis = upstash();
+    const holder = await lockSet(prefix).acquire("door");
+    const keys = lockKeys(prefix, "door");
+    // A waiter queues once and is never heard from again.
+    await redis.eval(scripts.acquire.text, [keys.lock, keys.fence, keys.queue, keys.alive], ["a".repeat(32), "ghost", "10000", "70000", "2000"]);
+    await holder.release();
+    const started = performance.now();
+    const lease = await lockSet(prefix).acquire("door", { waitMs: 10_000 });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    await lease.release();
+  });
+
+  it("takes a waiter out of line at once when its wait is aborted", async () => {
+    const prefix = uniquePrefix("leave");
+    const holder = await lockSet(prefix).acquire("door");
+    const controller = new AbortController();
+    const waiting = lockSet(prefix).acquire("door", { waitMs: 10_000, signal: controller.signal });
+    await until(async () => (await lockSet(prefix).inspect("door")).waiters === 1, 3_000);
+    controller.abort(new Error("client went away"));
+    await expect(waiting).rejects.toThrow("client went away");
+    await until(async () => (await lockSet(prefix).inspect("door")).waiters === 0, 1_000);
+    await holder.release();
+  });
+
+  it("takes a waiter out of line when its wait times out", async () => {
+    const prefix = uniquePrefix("leave-timeout");
+    const holder = await lockSet(prefix).acquire("door");
+    await expect(lockSet(prefix).acquire("door", { waitMs: 300 })).rejects.toThrow(/stayed busy/);
+    await until(async () => (await lockSet(prefix).inspect("door")).waiters === 0, 1_000);
+    await holder.release();
+  });
+});
