@@ -36,6 +36,7 @@ export function measureAll(): Promise<Measured[]> {
     measure("core: fencelock (peers @upstash/redis, zod, hono external)", "src/index.ts", ["@upstash/redis", "zod", "hono"], 6),
     measure("core with zod/mini bundled in", "src/index.ts", ["@upstash/redis", "hono"]),
     measure("fencelock/hono", "src/hono.ts", ["@upstash/redis", "zod", "hono"]),
+    measure("fencelock/http", "src/http.ts", ["@upstash/redis", "zod", "hono"]),
     measure("fencelock/sql", "src/fenced-sql.ts", ["@upstash/redis", "zod", "hono"]),
   ]);
 }
