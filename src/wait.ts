@@ -1,8 +1,8 @@
 /** Shortest pause between attempts: a waiter makes at most 20 requests a second. */
 export const MIN_RETRY_MS = 50;
 const MAX_RETRY_MS = 800;
-/** The first waiter in line is next: it looks more often, so a free lock does not sit idle. */
-const HEAD_MAX_RETRY_MS = 200;
+/** The first waiter in line is next: it looks as often as allowed, so a free lock does not sit idle. */
+const HEAD_MAX_RETRY_MS = MIN_RETRY_MS;
 /** A queued waiter keeps its place this long after each attempt; every pause is shorter. */
 export const QUEUE_ALIVE_MS = 2_000;
 
@@ -15,7 +15,7 @@ export interface Busy {
 }
 
 /**
- * How long to sleep before the next attempt: grows 50, 100, 200 ... 800 ms (200 for the
+ * How long to sleep before the next attempt: grows 50, 100, 200 ... 800 ms (50 for the
  * waiter next in line), never past the holder's remaining TTL (the lock is free by then)
  * or the wait budget, with jitter so that waiters do not retry in step.
  */

@@ -16,8 +16,9 @@ describe("retryDelayMs", () => {
     expect(retryDelayMs(30, busy(10_000), 10_000, high)).toBeCloseTo(800, 0);
   });
 
-  it("lets the waiter next in line look at least every 200 ms", () => {
-    expect(retryDelayMs(30, busy(10_000, 0), 10_000, () => 0.999_999)).toBeCloseTo(200, 0);
+  it("lets the waiter next in line look every 50 ms, and no faster", () => {
+    expect(retryDelayMs(30, busy(10_000, 0), 10_000, () => 0.999_999)).toBeCloseTo(MIN_RETRY_MS, 0);
+    expect(retryDelayMs(30, busy(10_000, 0), 10_000, () => 0)).toBe(MIN_RETRY_MS);
   });
 
   it("never sleeps past the holder's remaining TTL or the caller's budget", () => {
