@@ -1,8 +1,6 @@
 /** Shortest pause between attempts: a waiter makes at most 20 requests a second. */
 export const MIN_RETRY_MS = 50;
 const MAX_RETRY_MS = 800;
-/** The first waiter in line is next: it looks as often as allowed, so a free lock does not sit idle. */
-const HEAD_MAX_RETRY_MS = MIN_RETRY_MS;
 /** A queued waiter keeps its place this long after each attempt; every pause is shorter. */
 export const QUEUE_ALIVE_MS = 2_000;
 
@@ -15,12 +13,13 @@ export interface Busy {
 }
 
 /**
- * How long to sleep before the next attempt: grows 50, 100, 200 ... 800 ms (50 for the
- * waiter next in line), never past the holder's remaining TTL (the lock is free by then)
+ * How long to sleep before the next attempt: grows 50, 100, 200 ... 800 ms, but no longer
+ * than 50 ms per place ahead in line (the first in line looks every 50 ms, so a free lock
+ * does not sit idle while its next holder sleeps), never past the holder's remaining TTL
  * or the wait budget, with jitter so that waiters do not retry in step.
  */
 export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, budgetMs: number, random = Math.random): number {
-  const cap = position === 0 ? HEAD_MAX_RETRY_MS : MAX_RETRY_MS;
+  const cap = Math.min(MAX_RETRY_MS, MIN_RETRY_MS * (Math.max(position, 0) + 1));
   const grown = Math.min(cap, MIN_RETRY_MS * 2 ** Math.min(attempt, 4));
   const floored = Math.max(MIN_RETRY_MS, grown * (0.5 + random() / 2));
   // Promised to someone earlier: the holder's TTL says nothing about our turn.

@@ -4,7 +4,7 @@ import { MIN_RETRY_MS, QUEUE_ALIVE_MS, retryDelayMs, sleep } from "../../src/wai
 import { counting, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
-const busy = (busyForMs: number, position = 3) => ({ busyForMs, position });
+const busy = (busyForMs: number, position = 20) => ({ busyForMs, position });
 
 describe("retryDelayMs", () => {
   it("waits at least 50 ms, grows with attempts, and caps at 800 ms", () => {
@@ -16,9 +16,10 @@ describe("retryDelayMs", () => {
     expect(retryDelayMs(30, busy(10_000), 10_000, high)).toBeCloseTo(800, 0);
   });
 
-  it("lets the waiter next in line look every 50 ms, and no faster", () => {
+  it("lets the waiter next in line look every 50 ms, and no faster; the second every 100 ms", () => {
     expect(retryDelayMs(30, busy(10_000, 0), 10_000, () => 0.999_999)).toBeCloseTo(MIN_RETRY_MS, 0);
     expect(retryDelayMs(30, busy(10_000, 0), 10_000, () => 0)).toBe(MIN_RETRY_MS);
+    expect(retryDelayMs(30, busy(10_000, 1), 10_000, () => 0.999_999)).toBeCloseTo(100, 0);
   });
 
   it("never sleeps past the holder's remaining TTL or the caller's budget", () => {
