@@ -37,6 +37,7 @@ export class Lease implements AsyncDisposable {
   readonly #controller = new AbortController();
   readonly #releaseId: string;
   #validUntil: number | undefined;
+  #watched = false;
   #release: Promise<ReleaseOutcome> | undefined;
 
   constructor(init: LeaseInit, backend: LeaseBackend) {
@@ -55,19 +56,25 @@ export class Lease implements AsyncDisposable {
     return this.#owner;
   }
 
+  /** Aborts when the lease lapses, is lost or is released. */
   get signal(): AbortSignal {
+    // The lapse timer is armed on first use only: most leases never need one.
+    if (!this.#watched) {
+      this.#watched = true;
+      if (this.#validUntil !== undefined) this.#watch(this.#validUntil);
+    }
     return this.#controller.signal;
   }
 
   /** Milliseconds this lease can still be trusted, by the local monotonic clock; 0 once lapsed. */
   remainingMs(): number {
-    if (this.#validUntil === undefined || this.signal.aborted) return 0;
+    if (this.#validUntil === undefined || this.#controller.signal.aborted) return 0;
     return Math.max(0, this.#validUntil - performance.now());
   }
 
   /** Extends the lease by its full length. Throws LockLostError when it is no longer held. */
   async heartbeat(): Promise<void> {
-    if (this.signal.aborted) throw this.signal.reason;
+    if (this.#controller.signal.aborted) throw this.#controller.signal.reason;
     if (this.#validUntil !== undefined && this.remainingMs() === 0) {
       throw this.#lose("it lapsed before this heartbeat");
     }
@@ -101,22 +108,26 @@ export class Lease implements AsyncDisposable {
 
   #lose(why: string): LockLostError {
     const error = new LockLostError(this.name, this.fence, why);
-    if (!this.signal.aborted) this.#controller.abort(error);
-    return this.signal.reason as LockLostError;
+    if (!this.#controller.signal.aborted) this.#controller.abort(error);
+    return this.#controller.signal.reason as LockLostError;
   }
 
   #extendTo(validUntil: number | undefined): void {
     this.#validUntil = validUntil;
-    if (validUntil !== undefined) this.#watch(validUntil);
+    if (validUntil !== undefined && this.#watched) this.#watch(validUntil);
   }
 
   // A timeout signal keeps no process alive. A timer can fire a little before
   // performance.now() reaches the deadline, so it looks again; one left over from
   // before a heartbeat sees a newer deadline and stops.
   #watch(deadline: number): void {
-    const waitMs = Math.max(1, Math.ceil(deadline - performance.now()));
+    if (this.remainingMs() === 0) {
+      this.#lose("it lapsed without a heartbeat");
+      return;
+    }
+    const waitMs = Math.ceil(deadline - performance.now());
     AbortSignal.timeout(waitMs).addEventListener("abort", () => {
-      if (this.#validUntil !== deadline || this.signal.aborted) return;
+      if (this.#validUntil !== deadline || this.#controller.signal.aborted) return;
       if (this.remainingMs() === 0) this.#lose("it lapsed without a heartbeat");
       else this.#watch(deadline);
     }, { once: true });
