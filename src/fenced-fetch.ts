@@ -1,9 +1,7 @@
 import { StaleFenceError } from "./errors.ts";
 import { FENCE_HEADER } from "./fence.ts";
 import type { Lease } from "./lease.ts";
-
-/** The problem type a fenced service answers with when a fence is stale (RFC 9457). */
-export const STALE_FENCE_PROBLEM = "urn:fencelock:problem:stale-fence";
+import { STALE_FENCE_PROBLEM } from "./problem.ts";
 
 /**
  * fetch() for work done under a lease: sends the lease's fence in the Fencing-Token

@@ -13,3 +13,15 @@ export function problemResponse(problem: Problem, headers: Record<string, string
     headers: { "Content-Type": "application/problem+json", ...headers },
   });
 }
+
+/** The problem type a fenced service answers with when a fence is stale. */
+export const STALE_FENCE_PROBLEM = "urn:fencelock:problem:stale-fence";
+
+/** The 409 for a StaleFenceError; `fencedFetch` turns it back into the error on the client. */
+export function staleFenceProblem(
+  error: { fence: number; highestFence: number },
+  detail = `Fence ${error.fence} is older than fence ${error.highestFence}, already seen here.`,
+): Problem {
+  return { type: STALE_FENCE_PROBLEM, title: "Stale fencing token", status: 409, detail,
+    fence: error.fence, highestFence: error.highestFence };
+}

@@ -1,9 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { LockUnavailableError, StaleFenceError } from "./errors.ts";
 import { FENCE_HEADER, parseFenceHeader } from "./fence.ts";
-import { STALE_FENCE_PROBLEM } from "./fenced-fetch.ts";
 import type { FencedStore } from "./fenced-store.ts";
-import { problemResponse, type Problem } from "./problem.ts";
+import { problemResponse, staleFenceProblem, type Problem } from "./problem.ts";
 
 /** What requireFence() puts on the context: `c.get("fence")`. */
 export type FenceVariables = { fence: number };
@@ -68,9 +67,7 @@ function headerProblem(kind: "missing" | "malformed"): Problem {
 
 function storeProblem(error: unknown): Problem | null {
   if (error instanceof StaleFenceError) {
-    return { type: STALE_FENCE_PROBLEM, title: "Stale fencing token", status: 409,
-      detail: `Fence ${error.fence} is older than fence ${error.highestFence}, already seen here.`,
-      fence: error.fence, highestFence: error.highestFence };
+    return staleFenceProblem(error);
   }
   if (error instanceof LockUnavailableError) {
     return { type: "urn:fencelock:problem:fence-check-unavailable", title: "Fence check unavailable",

@@ -4,7 +4,7 @@
 import { Redis } from "@upstash/redis/cloudflare";
 import { Hono, type Context } from "hono";
 import { createLocks, StaleFenceError, type Locks } from "../src/index.ts";
-import { STALE_FENCE_PROBLEM } from "../src/http.ts";
+import { problemResponse, staleFenceProblem } from "../src/http.ts";
 import { lockGuard, type LockVariables } from "../src/hono.ts";
 import { fencedClaim, fencedWrite, type SqlDatabase } from "../src/fenced-sql.ts";
 
@@ -84,9 +84,7 @@ app.post(
 
 app.onError((error, c) => {
   if (error instanceof StaleFenceError) {
-    return c.json({ type: STALE_FENCE_PROBLEM, title: "Stale fencing token", status: 409,
-      detail: "This purchase's lease expired and another buyer went ahead; nothing was sold.",
-      fence: error.fence, highestFence: error.highestFence }, 409, { "Content-Type": "application/problem+json" });
+    return problemResponse(staleFenceProblem(error, "This purchase's lease expired and another buyer went ahead; nothing was sold."));
   }
   return c.json({ error: "internal error" }, 500);
 });
