@@ -1,6 +1,5 @@
-import { Redis as IORedis } from "ioredis";
 import { Mutex, TimeoutError } from "redis-semaphore";
-import { countCommands } from "../harness/requests.ts";
+import { countedConnection } from "../harness/requests.ts";
 import type { Endpoint } from "../harness/server.ts";
 import { untilAcquired, type Library, type LockAdapter } from "./types.ts";
 
@@ -17,8 +16,7 @@ export function redisSemaphoreLibrary(endpoint: Endpoint): Library {
 }
 
 async function connectSemaphore(endpoint: Endpoint): Promise<LockAdapter<Mutex>> {
-  const client = countCommands(new IORedis(endpoint.redisUrl, { lazyConnect: true }));
-  await client.connect();
+  const client = await countedConnection(endpoint.redisUrl);
   const attempt = async (key: string, signal?: AbortSignal): Promise<Mutex | undefined> => {
     const mutex = new Mutex(client, key);
     try {

@@ -1,6 +1,5 @@
-import { Redis as IORedis } from "ioredis";
 import Redlock, { ExecutionError, type Lock } from "redlock";
-import { countCommands } from "../harness/requests.ts";
+import { countedConnection } from "../harness/requests.ts";
 import type { Endpoint } from "../harness/server.ts";
 import { untilAcquired, type Library, type LockAdapter } from "./types.ts";
 
@@ -19,8 +18,7 @@ export function redlockLibrary(endpoint: Endpoint): Library {
 }
 
 async function connectRedlock(endpoint: Endpoint): Promise<LockAdapter<Lock>> {
-  const client = countCommands(new IORedis(endpoint.redisUrl, { lazyConnect: true }));
-  await client.connect();
+  const client = await countedConnection(endpoint.redisUrl);
   const redlock = new Redlock([client]);
   const attempt = async (key: string): Promise<Lock | undefined> => {
     try {

@@ -2,7 +2,7 @@
 // makes (it calls the global fetch at request time), and every command ioredis writes to
 // its socket. The client a request belongs to is the async context it was made in.
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Redis as IORedis } from "ioredis";
+import { Redis as IORedis } from "ioredis";
 
 export class RequestCounter {
   /** HTTP requests (including SSE subscriptions) or TCP commands sent. */
@@ -43,8 +43,15 @@ export function installFetchCounter(): () => void {
   };
 }
 
+/** A TCP client for the peers over ioredis: connected, with every command it sends counted. */
+export async function countedConnection(redisUrl: string): Promise<IORedis> {
+  const client = countCommands(new IORedis(redisUrl, { lazyConnect: true }));
+  await client.connect();
+  return client;
+}
+
 /** Counts the commands this ioredis connection sends (one per round trip; no pipelining is used). */
-export function countCommands(client: IORedis): IORedis {
+function countCommands(client: IORedis): IORedis {
   const send = client.sendCommand.bind(client);
   client.sendCommand = (...args: Parameters<typeof send>) => {
     record(false);
