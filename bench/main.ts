@@ -25,7 +25,7 @@ import { runUncontended } from "./scenarios/uncontended.ts";
 
 const quick = process.env.BENCH_QUICK === "1";
 const plans: BenchResults["plans"] = {
-  uncontended: { warmMs: quick ? 200 : 500, durationMs: quick ? 600 : 3_000, rounds: 3, concurrency: 16, perCallSamples: quick ? 10 : 50 },
+  uncontended: { warmMs: quick ? 200 : 500, durationMs: quick ? 600 : 4_000, rounds: quick ? 3 : 16, concurrency: 16, perCallSamples: quick ? 10 : 50 },
   handoff: { clients: 8, durationMs: quick ? 1_500 : 6_000, holdMs: 5 },
   scaling: { cellMs: quick ? 500 : 2_000, names: [1, 100, 10_000], namesClients: 16, contenders: [1, 8, 64], holdMs: 5 },
 };

@@ -16,11 +16,15 @@ local t = redis.call('TIME')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local nowMs = math.floor(nowUs / 1000)
 
--- Waiters that stopped asking (crashed, gave up) lose their place.
-local gone = redis.call('ZRANGEBYSCORE', alive, '-inf', nowMs, 'LIMIT', 0, 100)
-if #gone > 0 then
-  redis.call('ZREM', queue, unpack(gone))
-  redis.call('ZREM', alive, unpack(gone))
+-- An empty queue is a missing key: the uncontended path skips all queue upkeep.
+local queued = redis.call('EXISTS', queue) == 1
+if queued then
+  -- Waiters that stopped asking (crashed, gave up) lose their place.
+  local gone = redis.call('ZRANGEBYSCORE', alive, '-inf', nowMs, 'LIMIT', 0, 100)
+  if #gone > 0 then
+    redis.call('ZREM', queue, unpack(gone))
+    redis.call('ZREM', alive, unpack(gone))
+  end
 end
 
 local function waitInLine(ttl)
@@ -36,12 +40,14 @@ end
 
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
 if cur[1] == false then
-  local head = redis.call('ZRANGE', queue, 0, 0)[1]
-  if head and head ~= ticket then
-    return waitInLine(0)
+  if queued then
+    local head = redis.call('ZRANGE', queue, 0, 0)[1]
+    if head and head ~= ticket then
+      return waitInLine(0)
+    end
+    redis.call('ZREM', queue, ticket)
+    redis.call('ZREM', alive, ticket)
   end
-  redis.call('ZREM', queue, ticket)
-  redis.call('ZREM', alive, ticket)
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
   local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')

@@ -5,13 +5,15 @@
 -- the lease had already expired or changed hands.
 local lock, fenceKey = KEYS[1], KEYS[2]
 local owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]
-local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
+local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds', seen)
 if cur[1] == owner and cur[2] == fence then
   local holds = tonumber(cur[3])
-  if redis.call('HSETNX', lock, seen, 1) == 0 then
+  -- A retry of a release that already gave back one of several holds.
+  if cur[4] then
     return {1, holds}
   end
   if holds > 1 then
+    redis.call('HSET', lock, seen, 1)
     return {1, redis.call('HINCRBY', lock, 'holds', -1)}
   end
   redis.call('DEL', lock)

@@ -7,16 +7,47 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const generatedPath = `${root}src/scripts.gen.ts`;
 
-// Comments, blank lines, indentation and spaces around punctuation stay in lua/ for
-// readers but are not shipped: the text is part of every worker bundle and every cold
-// EVAL. Quoted strings are left alone, and no script has a multi-line string.
+// Comments, blank lines, indentation, spaces around punctuation and long local names stay
+// in lua/ for readers but are not shipped: the text is part of every worker bundle and
+// every cold EVAL. Strings ('single-quoted', never multi-line) are left alone.
 export function minifyLua(source: string): string {
-  return source
+  const tightened = source
     .split("\n")
     .map((line) => line.trim())
     .filter((line) => line !== "" && !line.startsWith("--"))
     .map((line) => line.split(/('[^']*')/).map((part, i) => (i % 2 ? part : tighten(part))).join(""))
     .join("\n");
+  if (tightened.includes('"')) throw new Error("lua/: quote strings with ' so the minifier can see them");
+  return shortenLocals(tightened);
+}
+
+const LUA_KEYWORDS = new Set([
+  "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+  "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
+]);
+
+// An identifier, unless it follows a single "." (a field: redis.call) or a word character.
+const IDENTIFIER = /(?<![\w.])[A-Za-z_]\w*|(?<=\.\.)[A-Za-z_]\w*/g;
+
+/**
+ * Gives every local variable, local function and parameter a one-letter name. The
+ * renaming is one-to-one over the whole script and avoids every name it leaves alone
+ * (KEYS, redis, tonumber ...), so scoping is unchanged even where a name is reused.
+ */
+function shortenLocals(code: string): string {
+  const parts = code.split(/('[^']*')/);
+  const outside = parts.filter((_, i) => i % 2 === 0).join("\n");
+  const declared = new Set<string>();
+  for (const [, fn, params, names] of outside.matchAll(/\blocal function (\w+)\(([\w,]*)\)|\blocal ([\w,]+)/g)) {
+    for (const name of [fn, ...(params ?? names ?? "").split(",")]) {
+      if (name && !LUA_KEYWORDS.has(name)) declared.add(name);
+    }
+  }
+  const kept = new Set([...outside.matchAll(IDENTIFIER)].map(([id]) => id).filter((id) => !declared.has(id)));
+  const free = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"].filter((c) => !kept.has(c));
+  if (declared.size > free.length) throw new Error("lua/: more locals than one-letter names");
+  const names = new Map([...declared].map((name, i) => [name, free[i] ?? name]));
+  return parts.map((part, i) => (i % 2 ? part : part.replace(IDENTIFIER, (id) => names.get(id) ?? id))).join("");
 }
 
 // ".." after a digit keeps its spaces: "1 .. x" must not become the malformed number "1..x".

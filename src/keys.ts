@@ -45,5 +45,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
 
 /** Lowercase hex of some bytes: owner tokens, request ids, wake channels. */
 export function toHex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  let hex = "";
+  for (const b of bytes) hex += (b | 256).toString(16).slice(1);
+  return hex;
 }

@@ -34,10 +34,13 @@ export class Lease implements AsyncDisposable {
   readonly #owner: string;
   readonly #leaseMs: number;
   readonly #backend: LeaseBackend;
-  readonly #controller = new AbortController();
   readonly #releaseId: string;
   #validUntil: number | undefined;
-  #watched = false;
+  // Created on first use of `signal`: most leases never need one, and a controller
+  // plus an error per lease is a measurable share of an acquire + release.
+  #controller: AbortController | undefined;
+  #lost: LockLostError | undefined;
+  #lostWhy: string | undefined;
   #release: Promise<ReleaseOutcome> | undefined;
 
   constructor(init: LeaseInit, backend: LeaseBackend) {
@@ -58,29 +61,33 @@ export class Lease implements AsyncDisposable {
 
   /** Aborts when the lease lapses, is lost or is released. */
   get signal(): AbortSignal {
-    // The lapse timer is armed on first use only: most leases never need one.
-    if (!this.#watched) {
-      this.#watched = true;
-      if (this.#validUntil !== undefined) this.#watch(this.#validUntil);
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#lostWhy !== undefined) this.#controller.abort(this.#lostError());
+      else if (this.#validUntil !== undefined) this.#watch(this.#validUntil);
     }
     return this.#controller.signal;
   }
 
   /** Milliseconds this lease can still be trusted, by the local monotonic clock; 0 once lapsed. */
   remainingMs(): number {
-    if (this.#validUntil === undefined || this.#controller.signal.aborted) return 0;
+    if (this.#validUntil === undefined || this.#lostWhy !== undefined) return 0;
     return Math.max(0, this.#validUntil - performance.now());
   }
 
   /** Extends the lease by its full length. Throws LockLostError when it is no longer held. */
   async heartbeat(): Promise<void> {
-    if (this.#controller.signal.aborted) throw this.#controller.signal.reason;
+    if (this.#lostWhy !== undefined) throw this.#lostError();
     if (this.#validUntil !== undefined && this.remainingMs() === 0) {
-      throw this.#lose("it lapsed before this heartbeat");
+      this.#end("it lapsed before this heartbeat");
+      throw this.#lostError();
     }
     const sentAt = performance.now();
     const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs);
-    if (ttlMs === null) throw this.#lose("it expired or passed to another holder");
+    if (ttlMs === null) {
+      this.#end("it expired or passed to another holder");
+      throw this.#lostError();
+    }
     this.#extendTo(sentAt + ttlMs - driftMs(this.#leaseMs));
   }
 
@@ -91,7 +98,7 @@ export class Lease implements AsyncDisposable {
   release(): Promise<ReleaseOutcome> {
     this.#release ??= this.#backend.release(this, this.#releaseId).then(
       (outcome) => {
-        this.#lose("it was released");
+        this.#end("it was released");
         return outcome;
       },
       (error: unknown) => {
@@ -106,15 +113,19 @@ export class Lease implements AsyncDisposable {
     await this.release();
   }
 
-  #lose(why: string): LockLostError {
-    const error = new LockLostError(this.name, this.fence, why);
-    if (!this.#controller.signal.aborted) this.#controller.abort(error);
-    return this.#controller.signal.reason as LockLostError;
+  /** Marks the lease lost for good; the first reason given is the one reported. */
+  #end(why: string): void {
+    this.#lostWhy ??= why;
+    if (this.#controller && !this.#controller.signal.aborted) this.#controller.abort(this.#lostError());
+  }
+
+  #lostError(): LockLostError {
+    return (this.#lost ??= new LockLostError(this.name, this.fence, this.#lostWhy ?? ""));
   }
 
   #extendTo(validUntil: number | undefined): void {
     this.#validUntil = validUntil;
-    if (validUntil !== undefined && this.#watched) this.#watch(validUntil);
+    if (validUntil !== undefined && this.#controller) this.#watch(validUntil);
   }
 
   // A timeout signal keeps no process alive. A timer can fire a little before
@@ -122,13 +133,13 @@ export class Lease implements AsyncDisposable {
   // before a heartbeat sees a newer deadline and stops.
   #watch(deadline: number): void {
     if (this.remainingMs() === 0) {
-      this.#lose("it lapsed without a heartbeat");
+      this.#end("it lapsed without a heartbeat");
       return;
     }
     const waitMs = Math.ceil(deadline - performance.now());
     AbortSignal.timeout(waitMs).addEventListener("abort", () => {
-      if (this.#validUntil !== deadline || this.#controller.signal.aborted) return;
-      if (this.remainingMs() === 0) this.#lose("it lapsed without a heartbeat");
+      if (this.#validUntil !== deadline || this.#lostWhy !== undefined) return;
+      if (this.remainingMs() === 0) this.#end("it lapsed without a heartbeat");
       else this.#watch(deadline);
     }, { once: true });
   }

@@ -8,20 +8,20 @@ export interface LuaScript {
 
 export const acquire: LuaScript = {
   name: "acquire",
-  sha1: "8269e83d08aecd78839d668411e14fec6d563c4b",
-  text: "local lock,fenceKey,queue,alive=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal owner,ticket=ARGV[1],ARGV[2]\nlocal seen='q:' .. ticket\nlocal leaseMs,fenceTtlMs,queueMs=tonumber(ARGV[3]),tonumber(ARGV[4]),tonumber(ARGV[5])\nlocal t=redis.call('TIME')\nlocal nowUs=tonumber(t[1])*1000000+tonumber(t[2])\nlocal nowMs=math.floor(nowUs/1000)\nlocal gone=redis.call('ZRANGEBYSCORE',alive,'-inf',nowMs,'LIMIT',0,100)\nif #gone>0 then\nredis.call('ZREM',queue,unpack(gone))\nredis.call('ZREM',alive,unpack(gone))\nend\nlocal function waitInLine(ttl)\nif queueMs<=0 then return{0,ttl,-1}end\nredis.call('ZADD',queue,'NX',nowUs,ticket)\nredis.call('ZADD',alive,nowMs+queueMs,ticket)\nif redis.call('PTTL',queue)<queueMs then\nredis.call('PEXPIRE',queue,queueMs)\nredis.call('PEXPIRE',alive,queueMs)\nend\nreturn{0,ttl,redis.call('ZRANK',queue,ticket)}\nend\nlocal cur=redis.call('HMGET',lock,'owner','fence','holds')\nif cur[1]==false then\nlocal head=redis.call('ZRANGE',queue,0,0)[1]\nif head and head~=ticket then\nreturn waitInLine(0)\nend\nredis.call('ZREM',queue,ticket)\nredis.call('ZREM',alive,ticket)\nlocal last=tonumber(redis.call('HGET',fenceKey,'last')or '0')\nlocal fence=string.format('%d',math.max(last+1,nowUs))\nredis.call('HSET',lock,'owner',owner,'fence',fence,'holds',1,seen,1)\nredis.call('PEXPIRE',lock,leaseMs)\nredis.call('HSET',fenceKey,'last',fence)\nredis.call('PEXPIRE',fenceKey,fenceTtlMs)\nreturn{1,tonumber(fence),1,leaseMs}\nend\nif cur[1]~=owner then\nreturn waitInLine(redis.call('PTTL',lock))\nend\nlocal holds=tonumber(cur[3])\nif redis.call('HSETNX',lock,seen,1)==1 then\nholds=redis.call('HINCRBY',lock,'holds',1)\nend\nlocal ttl=redis.call('PTTL',lock)\nif ttl<leaseMs then\nredis.call('PEXPIRE',lock,leaseMs)\nredis.call('PEXPIRE',fenceKey,fenceTtlMs)\nttl=leaseMs\nend\nreturn{1,tonumber(cur[2]),holds,ttl}",
+  sha1: "ce03543a0bc4a4b25bd4061661fb2aa4d96577a9",
+  text: "local a,b,c,d=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal e,f=ARGV[1],ARGV[2]\nlocal g='q:' .. f\nlocal h,i,j=tonumber(ARGV[3]),tonumber(ARGV[4]),tonumber(ARGV[5])\nlocal k=redis.call('TIME')\nlocal l=tonumber(k[1])*1000000+tonumber(k[2])\nlocal m=math.floor(l/1000)\nlocal n=redis.call('EXISTS',c)==1\nif n then\nlocal o=redis.call('ZRANGEBYSCORE',d,'-inf',m,'LIMIT',0,100)\nif #o>0 then\nredis.call('ZREM',c,unpack(o))\nredis.call('ZREM',d,unpack(o))\nend\nend\nlocal function p(q)\nif j<=0 then return{0,q,-1}end\nredis.call('ZADD',c,'NX',l,f)\nredis.call('ZADD',d,m+j,f)\nif redis.call('PTTL',c)<j then\nredis.call('PEXPIRE',c,j)\nredis.call('PEXPIRE',d,j)\nend\nreturn{0,q,redis.call('ZRANK',c,f)}\nend\nlocal r=redis.call('HMGET',a,'owner','fence','holds')\nif r[1]==false then\nif n then\nlocal s=redis.call('ZRANGE',c,0,0)[1]\nif s and s~=f then\nreturn p(0)\nend\nredis.call('ZREM',c,f)\nredis.call('ZREM',d,f)\nend\nlocal t=tonumber(redis.call('HGET',b,'last')or '0')\nlocal u=string.format('%d',math.max(t+1,l))\nredis.call('HSET',a,'owner',e,'fence',u,'holds',1,g,1)\nredis.call('PEXPIRE',a,h)\nredis.call('HSET',b,'last',u)\nredis.call('PEXPIRE',b,i)\nreturn{1,tonumber(u),1,h}\nend\nif r[1]~=e then\nreturn p(redis.call('PTTL',a))\nend\nlocal v=tonumber(r[3])\nif redis.call('HSETNX',a,g,1)==1 then\nv=redis.call('HINCRBY',a,'holds',1)\nend\nlocal q=redis.call('PTTL',a)\nif q<h then\nredis.call('PEXPIRE',a,h)\nredis.call('PEXPIRE',b,i)\nq=h\nend\nreturn{1,tonumber(r[2]),v,q}",
 };
 
 export const heartbeat: LuaScript = {
   name: "heartbeat",
-  sha1: "e8271c5a1521816b261fee9d96a063eeb621b8e6",
-  text: "local lock,fenceKey=KEYS[1],KEYS[2]\nlocal cur=redis.call('HMGET',lock,'owner','fence')\nif cur[1]~=ARGV[1] or cur[2]~=ARGV[2] then\nreturn{0}\nend\nlocal leaseMs=tonumber(ARGV[3])\nredis.call('PEXPIRE',lock,leaseMs)\nredis.call('PEXPIRE',fenceKey,tonumber(ARGV[4]))\nreturn{1,leaseMs}",
+  sha1: "6b1500b6a335f4b906c12ef596d44e68ea58cafa",
+  text: "local a,b=KEYS[1],KEYS[2]\nlocal c=redis.call('HMGET',a,'owner','fence')\nif c[1]~=ARGV[1] or c[2]~=ARGV[2] then\nreturn{0}\nend\nlocal d=tonumber(ARGV[3])\nredis.call('PEXPIRE',a,d)\nredis.call('PEXPIRE',b,tonumber(ARGV[4]))\nreturn{1,d}",
 };
 
 export const inspect: LuaScript = {
   name: "inspect",
-  sha1: "3c3f851e029b0317683286b3a2c3e629e28763df",
-  text: "local cur=redis.call('HMGET',KEYS[1],'owner','fence','holds')\nlocal waiters=redis.call('ZCARD',KEYS[3])\nif cur[1]==false then\nlocal last=redis.call('HGET',KEYS[2],'last')\nreturn{0,tonumber(last or '0'),0,0,waiters}\nend\nreturn{1,tonumber(cur[2]),redis.call('PTTL',KEYS[1]),tonumber(cur[3]),waiters}",
+  sha1: "d01abf3d2a7233769c00765f8612260be6298913",
+  text: "local a=redis.call('HMGET',KEYS[1],'owner','fence','holds')\nlocal b=redis.call('ZCARD',KEYS[3])\nif a[1]==false then\nlocal c=redis.call('HGET',KEYS[2],'last')\nreturn{0,tonumber(c or '0'),0,0,b}\nend\nreturn{1,tonumber(a[2]),redis.call('PTTL',KEYS[1]),tonumber(a[3]),b}",
 };
 
 export const leave: LuaScript = {
@@ -32,24 +32,24 @@ export const leave: LuaScript = {
 
 export const release: LuaScript = {
   name: "release",
-  sha1: "af97d6f29f626756c8f61ed866859713e0d7e136",
-  text: "local lock,fenceKey=KEYS[1],KEYS[2]\nlocal owner,fence,seen=ARGV[1],ARGV[2],'q:' .. ARGV[3]\nlocal cur=redis.call('HMGET',lock,'owner','fence','holds')\nif cur[1]==owner and cur[2]==fence then\nlocal holds=tonumber(cur[3])\nif redis.call('HSETNX',lock,seen,1)==0 then\nreturn{1,holds}\nend\nif holds>1 then\nreturn{1,redis.call('HINCRBY',lock,'holds',-1)}\nend\nredis.call('DEL',lock)\nredis.call('HSET',fenceKey,'released',fence)\nlocal head=redis.call('ZRANGE',KEYS[3],0,0)[1]\nif head then redis.call('PUBLISH',ARGV[4],'t:' .. head)end\nreturn{1,0}\nend\nif redis.call('HGET',fenceKey,'released')==fence then\nreturn{1,0}\nend\nreturn{0}",
+  sha1: "dea9b603af534341ba11cec65b820442d30fcdc4",
+  text: "local a,b=KEYS[1],KEYS[2]\nlocal c,d,e=ARGV[1],ARGV[2],'q:' .. ARGV[3]\nlocal f=redis.call('HMGET',a,'owner','fence','holds',e)\nif f[1]==c and f[2]==d then\nlocal g=tonumber(f[3])\nif f[4] then\nreturn{1,g}\nend\nif g>1 then\nredis.call('HSET',a,e,1)\nreturn{1,redis.call('HINCRBY',a,'holds',-1)}\nend\nredis.call('DEL',a)\nredis.call('HSET',b,'released',d)\nlocal h=redis.call('ZRANGE',KEYS[3],0,0)[1]\nif h then redis.call('PUBLISH',ARGV[4],'t:' .. h)end\nreturn{1,0}\nend\nif redis.call('HGET',b,'released')==d then\nreturn{1,0}\nend\nreturn{0}",
 };
 
 export const storeClaim: LuaScript = {
   name: "store-claim",
-  sha1: "249f008127ad22aec4363ed352eec7ab9bc9da94",
-  text: "local fence=ARGV[1]\nif not string.match(fence,'^[1-9][0-9]*$')or #fence>16 or tonumber(fence)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal cur=redis.call('HMGET',KEYS[1],'fence','value')\nlocal highest=tonumber(cur[1] or '0')\nif tonumber(fence)<highest then\nreturn{0,highest}\nend\nredis.call('HSET',KEYS[1],'fence',fence)\nlocal ttlMs=tonumber(ARGV[2])\nif ttlMs>0 then redis.call('PEXPIRE',KEYS[1],ttlMs)end\nif cur[2] then return{1,tonumber(fence),'v:' .. cur[2]}end\nreturn{1,tonumber(fence)}",
+  sha1: "199f4188b9c43f884ce47b1bf379f5d9446026a5",
+  text: "local a=ARGV[1]\nif not string.match(a,'^[1-9][0-9]*$')or #a>16 or tonumber(a)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal b=redis.call('HMGET',KEYS[1],'fence','value')\nlocal c=tonumber(b[1] or '0')\nif tonumber(a)<c then\nreturn{0,c}\nend\nredis.call('HSET',KEYS[1],'fence',a)\nlocal d=tonumber(ARGV[2])\nif d>0 then redis.call('PEXPIRE',KEYS[1],d)end\nif b[2] then return{1,tonumber(a),'v:' .. b[2]}end\nreturn{1,tonumber(a)}",
 };
 
 export const storeRead: LuaScript = {
   name: "store-read",
-  sha1: "e9b220040ac7c8c0ed9846bff247e7f99fcdf489",
-  text: "local cur=redis.call('HMGET',KEYS[1],'fence','value')\nlocal fence=tonumber(cur[1] or '0')\nif cur[2] then return{fence,'v:' .. cur[2]}end\nreturn{fence}",
+  sha1: "0966301cbc21b5f65d1bb1b203e929800bda13e8",
+  text: "local a=redis.call('HMGET',KEYS[1],'fence','value')\nlocal b=tonumber(a[1] or '0')\nif a[2] then return{b,'v:' .. a[2]}end\nreturn{b}",
 };
 
 export const storeWrite: LuaScript = {
   name: "store-write",
-  sha1: "ab4195ff64d3f12e3c0f013e38f265a4c15c8953",
-  text: "local fence=ARGV[1]\nif not string.match(fence,'^[1-9][0-9]*$')or #fence>16 or tonumber(fence)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal highest=tonumber(redis.call('HGET',KEYS[1],'fence')or '0')\nif tonumber(fence)<highest then\nreturn{0,highest}\nend\nredis.call('HSET',KEYS[1],'fence',fence,'value',ARGV[2])\nlocal ttlMs=tonumber(ARGV[3])\nif ttlMs>0 then redis.call('PEXPIRE',KEYS[1],ttlMs)end\nreturn{1,tonumber(fence)}",
+  sha1: "abb230cf9085510808ef5259d1e6841c15c0c004",
+  text: "local a=ARGV[1]\nif not string.match(a,'^[1-9][0-9]*$')or #a>16 or tonumber(a)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal b=tonumber(redis.call('HGET',KEYS[1],'fence')or '0')\nif tonumber(a)<b then\nreturn{0,b}\nend\nredis.call('HSET',KEYS[1],'fence',a,'value',ARGV[2])\nlocal c=tonumber(ARGV[3])\nif c>0 then redis.call('PEXPIRE',KEYS[1],c)end\nreturn{1,tonumber(a)}",
 };

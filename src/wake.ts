@@ -14,9 +14,11 @@ export const pollWaiter: Waiter = {
   close: async () => undefined,
 };
 
+const utf8 = new TextEncoder();
+
 /** The channel a lock's final release publishes on; hex keeps any name safe in a URL path. */
 export function wakeChannel(prefix: string, name: string): string {
-  return `${prefix}:wake:${toHex(new TextEncoder().encode(name))}`;
+  return `${prefix}:wake:${toHex(utf8.encode(name))}`;
 }
 
 /**

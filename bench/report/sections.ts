@@ -2,18 +2,20 @@ import type { HandoffRow } from "../scenarios/handoff.ts";
 import type { ScalingCell } from "../scenarios/scaling.ts";
 import type { Throughput, UncontendedRow } from "../scenarios/uncontended.ts";
 import type { Measured } from "../../scripts/size.ts";
+import { quantile } from "../harness/stats.ts";
 import { kib, num, ratio, table } from "./format.ts";
 import type { BenchResults } from "./results.ts";
 
 export function uncontendedSection(rows: UncontendedRow[]): string {
   const ours = rows.find((r) => r.id.startsWith("fencelock"));
   const concurrency = rows[0]?.concurrent.clients ?? 0;
-  const headers = ["library", "transport", "sequential ops/s (rounds min–max)", "fencelock ÷ this", `${concurrency} clients ops/s (rounds min–max)`, "fencelock ÷ this",
+  const headers = ["library", "transport", "sequential ops/s (middle half of rounds)", "fencelock ÷ this (round by round)",
+    `${concurrency} clients ops/s (middle half of rounds)`, "fencelock ÷ this (round by round)",
     "requests / cycle", "Redis cmds / cycle", "requests per acquire · heartbeat · release"];
   const body = rows.map((r) => [
     r.label, r.transport.toUpperCase(),
-    withSpread(r.sequential), ratio(ours?.sequential.opsPerSec, r.sequential.opsPerSec),
-    withSpread(r.concurrent), ratio(ours?.concurrent.opsPerSec, r.concurrent.opsPerSec),
+    withSpread(r.sequential), ratioWithSpread(ours?.sequential, r.sequential),
+    withSpread(r.concurrent), ratioWithSpread(ours?.concurrent, r.concurrent),
     num(r.sequential.requestsPerOp, 2), num(r.sequential.redisCommandsPerOp, 2),
     `${num(r.perCall.acquire, 2)} · ${num(r.perCall.heartbeat, 2)} · ${num(r.perCall.release, 2)}`,
   ]);
@@ -22,10 +24,30 @@ export function uncontendedSection(rows: UncontendedRow[]): string {
     table(["library", "commands per cycle"], breakdown, 2)].join("\n");
 }
 
-/** "155.3 (139.0–177.9)": the overall rate and the slowest and fastest of its rounds. */
+/**
+ * "155.3 (139–177)": the overall rate, then the 25th and 75th percentile of its rounds. The
+ * quartiles, not min–max: on a shared machine one round in sixteen can stall on a neighbour.
+ */
 export function withSpread(t: Throughput): string {
   if (t.roundOpsPerSec.length < 2) return num(t.opsPerSec);
-  return `${num(t.opsPerSec)} (${num(Math.min(...t.roundOpsPerSec), 0)}–${num(Math.max(...t.roundOpsPerSec), 0)})`;
+  const sorted = [...t.roundOpsPerSec].sort((a, b) => a - b);
+  return `${num(t.opsPerSec)} (${num(quantile(sorted, 0.25), 0)}–${num(quantile(sorted, 0.75), 0)})`;
+}
+
+/**
+ * "0.97× (0.91–1.04×)": the ratio of the overall rates, then the middle half of the ratios
+ * of each round's pair (round r of one library against round r of the other, run moments
+ * apart), which shows how much of a difference the machine's noise could hide.
+ */
+export function ratioWithSpread(ours: Throughput | undefined, peer: Throughput): string {
+  const overall = ratio(ours?.opsPerSec, peer.opsPerSec);
+  const pairs = (ours?.roundOpsPerSec ?? []).flatMap((rate, i) => {
+    const other = peer.roundOpsPerSec[i];
+    return other ? [rate / other] : [];
+  });
+  if (pairs.length < 2 || ours === peer) return overall;
+  const sorted = pairs.sort((a, b) => a - b);
+  return `${overall} (${num(quantile(sorted, 0.25), 2)}–${num(quantile(sorted, 0.75), 2)}×)`;
 }
 
 type Measured5 = Extract<HandoffRow, { available: true }>;

@@ -1,6 +1,6 @@
 import type { HandoffRow } from "../scenarios/handoff.ts";
 import { num } from "./format.ts";
-import { withSpread } from "./sections.ts";
+import { ratioWithSpread, withSpread } from "./sections.ts";
 import type { BenchResults } from "./results.ts";
 
 /** One of issue 5's targets, as this run measured it. met: null when it could not be measured. */
@@ -34,8 +34,9 @@ function throughputTarget(results: BenchResults): Target {
   const peer = results.uncontended.find((r) => r.id === "upstash-lock");
   if (!ours || !peer) return { text: "Uncontended throughput ≥ @upstash/lock", met: null, detail: "missing rows" };
   const met = ours.sequential.opsPerSec >= peer.sequential.opsPerSec && ours.concurrent.opsPerSec >= peer.concurrent.opsPerSec;
-  const detail = `sequential ${withSpread(ours.sequential)} vs ${withSpread(peer.sequential)} ops/s; ` +
-    `${ours.concurrent.clients} clients ${withSpread(ours.concurrent)} vs ${withSpread(peer.concurrent)} ops/s (rounds min–max in brackets)`;
+  const detail = `sequential ${withSpread(ours.sequential)} vs ${withSpread(peer.sequential)} ops/s = ${ratioWithSpread(ours.sequential, peer.sequential)}; ` +
+    `${ours.concurrent.clients} clients ${withSpread(ours.concurrent)} vs ${withSpread(peer.concurrent)} ops/s = ${ratioWithSpread(ours.concurrent, peer.concurrent)} ` +
+    "(middle half of the rounds, and of the round-by-round ratios, in brackets)";
   return { text: "Uncontended throughput ≥ @upstash/lock on the same endpoint (sequential and concurrent)", met, detail };
 }
 
@@ -52,7 +53,7 @@ function pushTargets(results: BenchResults): Target[] {
   }
   const p50 = push.toWaiterGapMs.p50;
   const quarter = peer ? peer.toWaiterGapMs.p50 / 4 : Number.NaN;
-  const also = pushNext ? `; in 2a the gap to the next holder (mostly the releaser itself) has p50 ${num(pushNext.gapMs.p50, 2)} ms` : "";
+  const also = pushNext ? `; in 2a, where the releaser asks again at once, the gap to the next holder has p50 ${num(pushNext.gapMs.p50, 2)} ms` : "";
   return [
     { text: "Push handoff p50 ≤ 5 ms", met: p50 <= 5, detail: `handoff to a waiter (2b) p50 ${num(p50, 2)} ms${also}` },
     {

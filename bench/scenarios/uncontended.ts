@@ -32,7 +32,7 @@ export interface UncontendedRow {
 export interface UncontendedPlan {
   /** Untimed cycles per library first, so every library runs with a warm JIT and open connections. */
   warmMs: number;
-  /** Measured time per library and cell, split into `rounds` interleaved rounds (A B C A B C ...). */
+  /** Measured time per library and cell, split into `rounds` interleaved rounds (A B C, B C A, C A B ...). */
   durationMs: number;
   rounds: number;
   concurrency: number;
@@ -72,12 +72,30 @@ async function cell(libraries: Library[], count: number, plan: UncontendedPlan, 
       await cycleAll(clients, plan.warmMs);
     }
     for (let round = 0; round < plan.rounds; round++) {
-      for (const [i, clients] of groups.entries()) await measureRound(clients, plan.durationMs / plan.rounds, stats, tallies[i]);
+      for (const i of rotated(groups.length, round)) {
+        // Garbage one library left behind must not be collected on the next one's time.
+        collectGarbage();
+        await measureRound(groups[i] ?? [], plan.durationMs / plan.rounds, stats, tallies[i]);
+      }
     }
     return tallies.map((tally) => throughput(count, tally));
   } finally {
     await Promise.all(groups.map(closeClients));
   }
+}
+
+/**
+ * Round r starts with library r (mod n): no library always runs first, right after a
+ * round of the fast TCP libraries, or always last.
+ */
+function rotated(count: number, round: number): number[] {
+  return Array.from({ length: count }, (_, i) => (i + round) % count);
+}
+
+/** A full GC when node runs with --expose-gc (npm run bench does); otherwise nothing. */
+function collectGarbage(): void {
+  const gc: unknown = Reflect.get(globalThis, "gc");
+  if (typeof gc === "function") gc();
 }
 
 async function measureRound(clients: Client[], ms: number, stats: RedisStats, tally: Tally | undefined): Promise<void> {

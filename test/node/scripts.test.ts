@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { generatedPath, renderScripts } from "../../scripts/gen-scripts.ts";
+import { generatedPath, minifyLua, renderScripts } from "../../scripts/gen-scripts.ts";
 import { createLocks, type Lease } from "../../src/index.ts";
 import * as scripts from "../../src/scripts.gen.ts";
 import { counting, withFetch } from "../support/fetch-wrappers.ts";
@@ -15,6 +15,35 @@ describe("generated scripts", () => {
 
   it.each(all.map((s) => [s.name, s] as const))("%s: SCRIPT LOAD on the real server returns the pinned SHA-1", async (_, script) => {
     expect(await upstash().scriptLoad(script.text)).toBe(script.sha1);
+  });
+});
+
+describe("minifyLua", () => {
+  it("renames locals and parameters, but not strings, fields or the names it keeps", () => {
+    const source = [
+      "-- a comment",
+      "local fence, a = ARGV[1], KEYS[1]",
+      "local function waitInLine(ttl)",
+      "  return {0, ttl}",
+      "end",
+      "redis.call('HSET', a, 'fence', fence)",
+      "local ttl = redis.call('PTTL', a)",
+      "return 'q:' .. fence .. waitInLine(ttl)[2]",
+    ].join("\n");
+    expect(minifyLua(source)).toBe([
+      "local a,b=ARGV[1],KEYS[1]",
+      "local function c(d)",
+      "return{0,d}",
+      "end",
+      "redis.call('HSET',b,'fence',a)",
+      "local d=redis.call('PTTL',b)",
+      "return 'q:' .. a..c(d)[2]",
+    ].join("\n"));
+  });
+
+  it("runs the renamed script the same as the source on the real server", async () => {
+    const source = "local count = tonumber(ARGV[1])\nlocal function twice(n) return n * 2 end\nreturn {twice(count), 'count'}";
+    expect(await upstash().eval(minifyLua(source), [], ["21"])).toEqual([42, "count"]);
   });
 });
 
