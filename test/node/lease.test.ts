@@ -45,13 +45,16 @@ describe("validity on the client", () => {
   it("keeps the signal live across heartbeats", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("signal-hb"), leaseMs: 300 });
     const lease = await locks.acquire("job");
+    const { signal } = lease; // taken early, as a fetch under the lease would
     for (let i = 0; i < 4; i++) {
       await sleep(150);
       await lease.heartbeat();
     }
-    expect(lease.signal.aborted).toBe(false);
+    expect(signal.aborted).toBe(false);
     await lease.release();
-    expect(lease.signal.aborted).toBe(true);
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason.message).toMatch(/released/);
+    await expect(lease.heartbeat()).rejects.toBe(signal.reason);
   });
 
   it("treats a resumed lease as unconfirmed until a heartbeat reaches the server", async () => {
