@@ -15,7 +15,7 @@ export function renderMarkdown(results: BenchResults): string {
     "",
     method(results),
     "",
-    `## 1. Uncontended acquire + release (${uncontended.durationMs / 1000} s per cell)`,
+    `## 1. Uncontended acquire + release (${uncontended.durationMs / 1000} s per library and cell, in ${uncontended.rounds} rounds of rotating order)`,
     "",
     uncontendedSection(results.uncontended),
     "",
