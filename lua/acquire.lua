@@ -3,7 +3,8 @@
 -- KEYS[1] lock hash {owner, fence, holds, q:<requestId>...}
 -- KEYS[2] fence hash {last, released}
 -- KEYS[3] queue zset (ticket -> arrival, µs), KEYS[4] alive zset (ticket -> expiry, ms)
--- ARGV owner, ticket (the acquire call's request id), leaseMs, fenceTtlMs,
+-- ARGV owner, ticket (the acquire call's request id; a push waiter appends
+--      '.owner.leaseMs.fenceTtlMs' so that release.lua can hand it the lock), leaseMs, fenceTtlMs,
 --      queueMs (how long the ticket stays queued without another attempt; 0 = do not queue)
 -- Reply {1, fence, holds, ttlMs} when held by the caller,
 --       {0, ttlMs, position} when busy (ttlMs 0: free but promised to an earlier waiter;

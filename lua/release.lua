@@ -1,9 +1,11 @@
--- Give back one hold; the last hold deletes the lock.
--- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset
+-- Give back one hold. The last hold deletes the lock, and hands it straight to the longest
+-- waiter when that waiter listens for push wake-ups: it learns from the message that it
+-- holds the lock, which saves the request it would otherwise send to take it.
+-- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset, KEYS[4] alive zset
 -- ARGV owner, fence, requestId, wake channel
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
 -- the lease had already expired or changed hands.
-local lock, fenceKey = KEYS[1], KEYS[2]
+local lock, fenceKey, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds', seen)
 if cur[1] == owner and cur[2] == fence then
@@ -19,10 +21,35 @@ if cur[1] == owner and cur[2] == fence then
   redis.call('DEL', lock)
   -- Remembered so that a retry of this release reports "released", not "expired".
   redis.call('HSET', fenceKey, 'released', fence)
-  -- The longest waiter, if it listens for push wake-ups, tries at once instead of sleeping.
-  -- The prefix keeps a client's JSON parsing from turning an all-digit ticket into a number.
-  local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-  if head then redis.call('PUBLISH', ARGV[4], 't:' .. head) end
+  -- An empty queue is a missing key: the uncontended path skips the handover.
+  if redis.call('EXISTS', queue) == 1 then
+    local t = redis.call('TIME')
+    local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    -- A waiter that stopped asking (crashed) must not be handed the lock.
+    local gone = redis.call('ZRANGEBYSCORE', alive, '-inf', math.floor(nowUs / 1000), 'LIMIT', 0, 100)
+    if #gone > 0 then
+      redis.call('ZREM', queue, unpack(gone))
+      redis.call('ZREM', alive, unpack(gone))
+    end
+    -- A push waiter queues as 'ticket.owner.leaseMs.fenceTtlMs'; a polling one as its ticket
+    -- alone, and finds the lock free on its next look.
+    local head = redis.call('ZRANGE', queue, 0, 0)[1] or ''
+    local ticket, heir, heirLeaseMs, heirFenceTtlMs = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)$')
+    if ticket then
+      -- Taken as acquire.lua takes it, marked with the waiter's ticket so that its own next
+      -- attempt (the message was lost) finds it held, and leave.lua can give it back.
+      local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')
+      local heirFence = string.format('%d', math.max(last + 1, nowUs))
+      redis.call('HSET', lock, 'owner', heir, 'fence', heirFence, 'holds', 1, 'q:' .. head, 1)
+      redis.call('PEXPIRE', lock, heirLeaseMs)
+      redis.call('HSET', fenceKey, 'last', heirFence)
+      redis.call('PEXPIRE', fenceKey, heirFenceTtlMs)
+      redis.call('ZREM', queue, head)
+      redis.call('ZREM', alive, head)
+      -- The prefix keeps a client's JSON parsing from turning the message into a number.
+      redis.call('PUBLISH', ARGV[4], 'g:' .. ticket .. ':' .. heirFence)
+    end
+  end
   return {1, 0}
 end
 if redis.call('HGET', fenceKey, 'released') == fence then

@@ -86,23 +86,33 @@ export function createLocks(options: LocksOptions): Locks {
     const deadline = performance.now() + waitMs;
     // Only a caller that will wait takes a place in line; it doubles as the queue ticket.
     const queueMs = waitMs > 0 ? QUEUE_ALIVE_MS : 0;
-    const waiter = opts.wake === "push" ? pushWaiter(config.redis, wakeChannel(config.prefix, name), requestId) : pollWaiter;
+    const push = opts.wake === "push";
+    // A push waiter's ticket carries what release.lua needs to take the lock on its behalf.
+    const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}` : requestId;
+    const waiter = push ? pushWaiter(config.redis, wakeChannel(config.prefix, name), requestId) : pollWaiter;
     let queued = false;
+    const deliver = (lease: Lease) => ((queued = false), keepUnlessAborted(lease, opts.signal));
     try {
       for (let tries = 0; ; tries++) {
         opts.signal?.throwIfAborted();
-        const outcome = await attempt(name, owner, requestId, leaseMs, queueMs);
-        if (outcome instanceof Lease) return await keepUnlessAborted(outcome, opts.signal);
+        const sentAt = performance.now();
+        const outcome = await attempt(name, owner, ticket, leaseMs, queueMs);
+        if (outcome instanceof Lease) return await deliver(outcome);
         queued ||= outcome.position >= 0;
         const budgetMs = deadline - performance.now();
         if (budgetMs <= 0) {
-          if (queued) leaveQueue(name, requestId);
+          if (queued) leaveQueue(name, ticket);
           return outcome;
         }
-        await waiter.pause(tries, outcome, budgetMs, opts.signal);
+        const fence = await waiter.pause(tries, outcome, budgetMs, opts.signal);
+        // Handed over by a release that ran after this attempt: held for leaseMs from sentAt at least.
+        const lease = fence && new Lease({ name, owner, fence, leaseMs, validUntil: sentAt + leaseMs - driftMs(leaseMs) }, backend);
+        // With too little of it left, the next attempt finds it held and learns its true TTL.
+        if (lease && lease.remainingMs() >= leaseMs / 10) return await deliver(lease);
       }
     } catch (error) {
-      if (queued) leaveQueue(name, requestId);
+      // Also gives back a hold taken for this call that it never received.
+      if (queued) leaveQueue(name, ticket);
       throw error;
     } finally {
       await waiter.close().catch(() => undefined);
@@ -112,7 +122,7 @@ export function createLocks(options: LocksOptions): Locks {
   /** Gives up a place in line at once rather than holding a free lock back until it expires. */
   function leaveQueue(name: string, ticket: string): void {
     // Not awaited: the caller is leaving (aborted or failed) and must not wait on Redis.
-    run(scripts.leave, name, [ticket], "").catch(() => undefined);
+    run(scripts.leave, name, [ticket, wakeChannel(config.prefix, name)], "").catch(() => undefined);
   }
 
   async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {
@@ -173,9 +183,9 @@ function leaseBackend(run: Run, channel: (name: string) => string): LeaseBackend
 }
 
 function attemptAcquire(run: Run, backend: LeaseBackend) {
-  return async function attempt(name: string, owner: string, requestId: string, leaseMs: number, queueMs: number): Promise<Lease | Busy> {
+  return async function attempt(name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Lease | Busy> {
     const sentAt = performance.now();
-    const args = [owner, requestId, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS), String(queueMs)];
+    const args = [owner, ticket, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS), String(queueMs)];
     const [held, fenceOrTtl = 0, third = -1, ttl = 0] = await run(scripts.acquire, name, args, owner);
     if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl), position: third };
     if (!Number.isSafeInteger(fenceOrTtl) || fenceOrTtl <= 0) {

@@ -26,14 +26,14 @@ export const inspect: LuaScript = {
 
 export const leave: LuaScript = {
   name: "leave",
-  sha1: "095e3b147d5c9210b6a69a94748dcbf7669f5af9",
-  text: "redis.call('ZREM',KEYS[3],ARGV[1])\nredis.call('ZREM',KEYS[4],ARGV[1])\nreturn{1}",
+  sha1: "eb602fa7c4e10e81ac5db9d0ef4082f97614af09",
+  text: "local a,b,c=KEYS[1],KEYS[3],ARGV[1]\nredis.call('ZREM',b,c)\nredis.call('ZREM',KEYS[4],c)\nif redis.call('HDEL',a,'q:' .. c)==1 and redis.call('HINCRBY',a,'holds',-1)<1 then\nredis.call('DEL',a)\nlocal d=redis.call('ZRANGE',b,0,0)[1]\nif d then\nredis.call('PUBLISH',ARGV[2],'t:' .. string.match(d,'^%x+'))\nend\nend\nreturn{1}",
 };
 
 export const release: LuaScript = {
   name: "release",
-  sha1: "dea9b603af534341ba11cec65b820442d30fcdc4",
-  text: "local a,b=KEYS[1],KEYS[2]\nlocal c,d,e=ARGV[1],ARGV[2],'q:' .. ARGV[3]\nlocal f=redis.call('HMGET',a,'owner','fence','holds',e)\nif f[1]==c and f[2]==d then\nlocal g=tonumber(f[3])\nif f[4] then\nreturn{1,g}\nend\nif g>1 then\nredis.call('HSET',a,e,1)\nreturn{1,redis.call('HINCRBY',a,'holds',-1)}\nend\nredis.call('DEL',a)\nredis.call('HSET',b,'released',d)\nlocal h=redis.call('ZRANGE',KEYS[3],0,0)[1]\nif h then redis.call('PUBLISH',ARGV[4],'t:' .. h)end\nreturn{1,0}\nend\nif redis.call('HGET',b,'released')==d then\nreturn{1,0}\nend\nreturn{0}",
+  sha1: "9da25e74f9f8591adfcd3ff590d8ffaafecac4d9",
+  text: "local a,b,c,d=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal e,f,g=ARGV[1],ARGV[2],'q:' .. ARGV[3]\nlocal h=redis.call('HMGET',a,'owner','fence','holds',g)\nif h[1]==e and h[2]==f then\nlocal i=tonumber(h[3])\nif h[4] then\nreturn{1,i}\nend\nif i>1 then\nredis.call('HSET',a,g,1)\nreturn{1,redis.call('HINCRBY',a,'holds',-1)}\nend\nredis.call('DEL',a)\nredis.call('HSET',b,'released',f)\nif redis.call('EXISTS',c)==1 then\nlocal j=redis.call('TIME')\nlocal k=tonumber(j[1])*1000000+tonumber(j[2])\nlocal l=redis.call('ZRANGEBYSCORE',d,'-inf',math.floor(k/1000),'LIMIT',0,100)\nif #l>0 then\nredis.call('ZREM',c,unpack(l))\nredis.call('ZREM',d,unpack(l))\nend\nlocal m=redis.call('ZRANGE',c,0,0)[1] or ''\nlocal n,o,p,q=string.match(m,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')\nif n then\nlocal r=tonumber(redis.call('HGET',b,'last')or '0')\nlocal s=string.format('%d',math.max(r+1,k))\nredis.call('HSET',a,'owner',o,'fence',s,'holds',1,'q:' .. m,1)\nredis.call('PEXPIRE',a,p)\nredis.call('HSET',b,'last',s)\nredis.call('PEXPIRE',b,q)\nredis.call('ZREM',c,m)\nredis.call('ZREM',d,m)\nredis.call('PUBLISH',ARGV[4],'g:' .. n..':' .. s)\nend\nend\nreturn{1,0}\nend\nif redis.call('HGET',b,'released')==f then\nreturn{1,0}\nend\nreturn{0}",
 };
 
 export const storeClaim: LuaScript = {

@@ -4,7 +4,8 @@ import { QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./wait.ts";
 
 /** How acquire() spends the time between two attempts on a busy lock. */
 export interface Waiter {
-  pause(tries: number, busy: Busy, budgetMs: number, signal?: AbortSignal): Promise<void>;
+  /** Resolves with a fence when a release handed the lock to this waiter while it slept. */
+  pause(tries: number, busy: Busy, budgetMs: number, signal?: AbortSignal): Promise<number | void>;
   close(): Promise<void>;
 }
 
@@ -24,23 +25,24 @@ export function wakeChannel(prefix: string, name: string): string {
 /**
  * Push wake-ups over SUBSCRIBE (server-sent events on Upstash). The stream opens after the
  * first busy attempt and the next attempt waits for its confirmation, so a release between
- * the two is caught by that attempt and every later one arrives as a message. A release
- * names the waiter first in line, so only that one wakes: no herd. Without its message a
- * waiter retries when the holder's TTL runs out, and at least every second to keep its
- * place in line, so a lost message or an expiry (which publishes nothing) costs little.
+ * the two is caught by that attempt and every later one arrives as a message. The release
+ * takes the lock for the waiter first in line and names it with the new fence, so only that
+ * one wakes (no herd) and it needs no further request. Without its message a waiter retries
+ * when the holder's TTL runs out, and at least every second to keep its place in line, so a
+ * lost message or an expiry (which publishes nothing) costs little.
  */
 export function pushWaiter(redis: RedisClient, channel: string, ticket: string): Waiter {
   let stream: WakeStream | undefined;
   return {
     async pause(tries, busy, budgetMs, signal) {
       if (!stream) {
-        stream = openStream(redis, channel, `t:${ticket}`);
+        stream = openStream(redis, channel, ticket);
         if (await stream.ready(budgetMs, signal)) return;
       }
       if (!stream.live) return pollWaiter.pause(tries, busy, budgetMs, signal);
       const refreshMs = QUEUE_ALIVE_MS / 2;
       const hintMs = busy.busyForMs > 0 ? busy.busyForMs + 1 : refreshMs;
-      await stream.message(Math.min(hintMs, refreshMs, budgetMs), signal);
+      return stream.message(Math.min(hintMs, refreshMs, budgetMs), signal);
     },
     close: async () => stream?.close(),
   };
@@ -50,15 +52,19 @@ interface WakeStream {
   /** True once subscribed; false if the stream failed or did not confirm within `ms`. */
   ready(ms: number, signal?: AbortSignal): Promise<boolean>;
   readonly live: boolean;
-  /** Resolves on the next message for this waiter (or one since the last call), or after `ms`. */
-  message(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves on the next message for this waiter (or one since the last call), or after
+   * `ms`; with the fence when the message says the lock was handed to this waiter.
+   */
+  message(ms: number, signal?: AbortSignal): Promise<number | undefined>;
   close(): Promise<void>;
 }
 
-function openStream(redis: RedisClient, channel: string, wakeWord: string): WakeStream {
+function openStream(redis: RedisClient, channel: string, ticket: string): WakeStream {
   let live = false;
   let failed = false;
   let pending = false;
+  let granted: number | undefined;
   const wakers = new Set<() => void>();
   const wakeAll = () => {
     for (const wake of wakers) wake();
@@ -71,8 +77,12 @@ function openStream(redis: RedisClient, channel: string, wakeWord: string): Wake
   }
   subscriber?.on("subscribe", () => ((live = true), wakeAll()));
   subscriber?.on("error", () => ((live = false), (failed = true), wakeAll()));
+  // "t:<ticket>": try now; "g:<ticket>:<fence>": the lock is yours (release.lua).
   subscriber?.on("message", (event) => {
-    if (typeof event !== "object" || event === null || !("message" in event) || event.message !== wakeWord) return;
+    const [kind, to, fence] = String(typeof event === "object" && event && "message" in event && event.message).split(":");
+    if (to !== ticket) return;
+    const handed = Number(fence);
+    if (kind === "g" && Number.isSafeInteger(handed) && handed > 0) granted = handed;
     pending = true;
     wakeAll();
   });
@@ -102,7 +112,10 @@ function openStream(redis: RedisClient, channel: string, wakeWord: string): Wake
     },
     async message(ms, signal) {
       await until(() => pending || failed, ms, signal);
+      const fence = granted;
       pending = false;
+      granted = undefined;
+      return fence;
     },
     close: async () => subscriber?.unsubscribe(),
   };

@@ -1,0 +1,171 @@
+import { describe, expect, it } from "vitest";
+import { createLocks, type RedisClient } from "../../src/index.ts";
+import { lockKeys } from "../../src/keys.ts";
+import type { WakeSubscriber } from "../../src/redis.ts";
+import * as scripts from "../../src/scripts.gen.ts";
+import { sleep } from "../../src/wait.ts";
+import { pushWaiter, wakeChannel } from "../../src/wake.ts";
+import { droppingResponses, sendingTwice, withFetch } from "../support/fetch-wrappers.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+const OWNER = "a".repeat(32);
+const lockSet = (prefix: string) => createLocks({ redis: upstash(), prefix });
+
+/** Runs one of our scripts on the real server as the library would, for waiters we steer by hand. */
+function script(prefix: string, run: scripts.LuaScript, args: string[]) {
+  const keys = lockKeys(prefix, "gate");
+  return upstash().eval(run.text, [keys.lock, keys.fence, keys.queue, keys.alive], args) as Promise<unknown[]>;
+}
+
+/** Queues a waiter as acquire() does; a push waiter's ticket names its owner and lease. */
+async function queue(prefix: string, ticket: string, { queueMs = 2_000 } = {}) {
+  const [held] = await script(prefix, scripts.acquire, [OWNER, ticket, "10000", "70000", String(queueMs)]);
+  expect(held).toBe(0);
+}
+const pushTicket = (id: string) => `${id.padStart(32, "0")}.${OWNER}.10000.70000`;
+
+async function until(check: () => Promise<boolean>, withinMs: number) {
+  const started = performance.now();
+  while (!(await check())) {
+    if (performance.now() - started > withinMs) throw new Error(`condition not met within ${withinMs} ms`);
+    await sleep(20);
+  }
+}
+
+describe("release hands the lock to the push waiter first in line", () => {
+  it("needs no request from the waiter: the release takes the lock for it", async () => {
+    const prefix = uniquePrefix("grant");
+    const holder = await lockSet(prefix).acquire("gate");
+    const acquires = { n: 0 };
+    const lease = await withFetch(
+      (real) => (input, init) => {
+        if (String(init?.body).includes(scripts.acquire.sha1)) acquires.n++;
+        return real(input, init);
+      },
+      async () => {
+        const waiting = lockSet(prefix).acquire("gate", { waitMs: 8_000, wake: "push" });
+        // The first attempt, then the one after the stream confirmed; the next is a second away.
+        await until(async () => acquires.n === 2, 3_000);
+        await holder.release();
+        return waiting;
+      },
+    );
+    expect(acquires.n).toBe(2);
+    expect(lease.fence).toBeGreaterThan(holder.fence);
+    expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: true, fence: lease.fence, holds: 1, waiters: 0 });
+    // The waiter counts its lease from its last attempt, which is earlier than the handover.
+    expect(lease.remainingMs()).toBeGreaterThan(5_000);
+    expect(lease.remainingMs()).toBeLessThanOrEqual((await lockSet(prefix).inspect("gate")).remainingMs);
+    await lease.heartbeat();
+    expect(await lease.release()).toBe("released");
+    expect((await lockSet(prefix).inspect("gate")).held).toBe(false);
+  });
+
+  it("leaves a polling waiter to take the lock on its next look", async () => {
+    const prefix = uniquePrefix("grant-poll");
+    const holder = await lockSet(prefix).acquire("gate");
+    await queue(prefix, "1".repeat(32));
+    await holder.release();
+    expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: false, waiters: 1 });
+    const [held] = await script(prefix, scripts.acquire, [OWNER, "1".repeat(32), "10000", "70000", "2000"]);
+    expect(held).toBe(1);
+  });
+
+  it("never hands the lock to a waiter that stopped asking", async () => {
+    const prefix = uniquePrefix("grant-ghost");
+    const holder = await lockSet(prefix).acquire("gate");
+    await queue(prefix, pushTicket("1"), { queueMs: 1 });
+    await sleep(20);
+    await holder.release();
+    expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: false, waiters: 0 });
+  });
+
+  it("takes the lock back from a waiter that left as it was handed over, for the next in line", async () => {
+    const prefix = uniquePrefix("grant-leave");
+    const holder = await lockSet(prefix).acquire("gate");
+    await queue(prefix, pushTicket("1"));
+    await queue(prefix, pushTicket("2"));
+    await holder.release();
+    const handed = await lockSet(prefix).inspect("gate");
+    expect(handed).toMatchObject({ held: true, holds: 1, waiters: 1 });
+    expect(handed.fence).toBeGreaterThan(holder.fence);
+
+    const channel = wakeChannel(prefix, "gate");
+    for (let i = 0; i < 2; i++) await script(prefix, scripts.leave, [pushTicket("1"), channel]); // a retry changes nothing
+    expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: false, waiters: 1 });
+    const [held, fence] = await script(prefix, scripts.acquire, [OWNER, pushTicket("2"), "10000", "70000", "2000"]);
+    expect(held).toBe(1);
+    expect(fence).toBeGreaterThan(handed.fence ?? 0);
+  });
+
+  it("gives a waiter that missed the message the same lease on its next attempt", async () => {
+    const prefix = uniquePrefix("grant-lost");
+    const holder = await lockSet(prefix).acquire("gate", { leaseMs: 1_000 });
+    const real = upstash();
+    const deaf: RedisClient = {
+      evalsha: (sha, keys, args) => real.evalsha(sha, keys, args),
+      eval: (text, keys, args) => real.eval(text, keys, args),
+      subscribe(channel): WakeSubscriber {
+        const subscriber = real.subscribe(channel);
+        return { on: (type, listener) => type !== "message" && subscriber.on(type, listener), unsubscribe: () => subscriber.unsubscribe() };
+      },
+    };
+    setTimeout(() => void holder.release(), 100);
+    const lease = await createLocks({ redis: deaf, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    // One hold and one fence: the attempt found the lock already taken for it.
+    expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
+    expect(await lease.release()).toBe("released");
+    expect((await lockSet(prefix).inspect("gate")).held).toBe(false);
+  });
+
+  it.each([
+    ["sent twice", () => sendingTwice],
+    ["whose response was lost", () => droppingResponses(1)],
+  ])("hands over once for a release %s", async (_, wrapper) => {
+    const prefix = uniquePrefix("grant-retry");
+    const holder = await lockSet(prefix).acquire("gate");
+    await queue(prefix, pushTicket("1"));
+    await queue(prefix, pushTicket("2"));
+    expect(await withFetch(wrapper(), () => holder.release())).toBe("released");
+    const handed = await lockSet(prefix).inspect("gate");
+    expect(handed).toMatchObject({ held: true, holds: 1, waiters: 1 });
+    // One fence minted for the handover, however many times the release ran.
+    expect(Number(await upstash().hget(lockKeys(prefix, "gate").fence, "last"))).toBe(handed.fence);
+  });
+});
+
+describe("a push waiter's messages", () => {
+  function waiterHearing(...messages: string[]) {
+    const subscriber: WakeSubscriber = {
+      on(type, listener) {
+        if (type === "subscribe") queueMicrotask(() => listener({}));
+        if (type === "message") setTimeout(() => messages.forEach((message) => listener({ message })), 5);
+      },
+      unsubscribe: async () => undefined,
+    };
+    const redis: RedisClient = { evalsha: async () => [], eval: async () => [], subscribe: () => subscriber };
+    return pushWaiter(redis, "c", "T");
+  }
+  const busy = { busyForMs: 5_000, position: 0 };
+  const heard = async (...messages: string[]) => {
+    const waiter = waiterHearing(...messages);
+    await waiter.pause(0, busy, 1_000); // opens the stream
+    const started = performance.now();
+    const fence = await waiter.pause(1, busy, 1_000);
+    return { fence, woke: performance.now() - started < 500 };
+  };
+
+  it("takes the fence from a handover addressed to it", async () => {
+    expect(await heard("g:T:42")).toEqual({ fence: 42, woke: true });
+  });
+
+  it("wakes without a lease on a try-now message or a malformed fence", async () => {
+    expect(await heard("t:T")).toEqual({ fence: undefined, woke: true });
+    expect(await heard("g:T:4.5")).toEqual({ fence: undefined, woke: true });
+    expect(await heard("g:T:9007199254740993")).toEqual({ fence: undefined, woke: true });
+  });
+
+  it("ignores messages for other waiters", async () => {
+    expect(await heard("g:U:42", "t:TT")).toEqual({ fence: undefined, woke: false });
+  });
+});
