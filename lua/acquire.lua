@@ -14,7 +14,7 @@ local owner, ticket = ARGV[1], ARGV[2]
 local seen = 'q:' .. ticket
 local leaseMs, fenceTtlMs, queueMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local t = redis.call('TIME')
-local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local nowUs = t[1] * 1000000 + t[2]
 local nowMs = math.floor(nowUs / 1000)
 
 -- An empty queue is a missing key: the uncontended path skips all queue upkeep.
@@ -32,10 +32,9 @@ local function waitInLine(ttl)
   if queueMs <= 0 then return {0, ttl, -1} end
   redis.call('ZADD', queue, 'NX', nowUs, ticket)
   redis.call('ZADD', alive, nowMs + queueMs, ticket)
-  if redis.call('PTTL', queue) < queueMs then
-    redis.call('PEXPIRE', queue, queueMs)
-    redis.call('PEXPIRE', alive, queueMs)
-  end
+  -- Every waiter queues for the same time, so this never cuts another waiter's place short.
+  redis.call('PEXPIRE', queue, queueMs)
+  redis.call('PEXPIRE', alive, queueMs)
   return {0, ttl, redis.call('ZRANK', queue, ticket)}
 end
 

@@ -1,18 +1,14 @@
 -- Take a waiter out of line when it stops waiting (gave up, was aborted, or failed), so a
 -- free lock is not held back for it until its ticket expires. A hold taken for it that it
 -- never received (handed over by release.lua, or an attempt whose reply was lost) is given
--- back, and the next push waiter in line is told to try.
+-- back; the next in line finds the lock free on its next look, within a second.
 -- KEYS[1] lock hash, KEYS[2] fence hash (unused), KEYS[3] queue zset, KEYS[4] alive zset
--- ARGV ticket (as queued), wake channel
-local lock, queue, ticket = KEYS[1], KEYS[3], ARGV[1]
-redis.call('ZREM', queue, ticket)
+-- ARGV ticket (as queued)
+local lock, ticket = KEYS[1], ARGV[1]
+redis.call('ZREM', KEYS[3], ticket)
 redis.call('ZREM', KEYS[4], ticket)
 -- HDEL answers 1 only once: a retry of this call gives back nothing more.
 if redis.call('HDEL', lock, 'q:' .. ticket) == 1 and redis.call('HINCRBY', lock, 'holds', -1) < 1 then
   redis.call('DEL', lock)
-  local head = redis.call('ZRANGE', queue, 0, 0)[1]
-  if head then
-    redis.call('PUBLISH', ARGV[2], 't:' .. string.match(head, '^%x+'))
-  end
 end
 return {1}

@@ -24,8 +24,8 @@ if cur[1] == owner and cur[2] == fence then
   -- An empty queue is a missing key: the uncontended path skips the handover.
   if redis.call('EXISTS', queue) == 1 then
     local t = redis.call('TIME')
-    local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    -- A waiter that stopped asking (crashed) must not be handed the lock.
+    local nowUs = t[1] * 1000000 + t[2]
+    -- Waiters that stopped asking (crashed) lose their place, and are never handed the lock.
     local gone = redis.call('ZRANGEBYSCORE', alive, '-inf', math.floor(nowUs / 1000), 'LIMIT', 0, 100)
     if #gone > 0 then
       redis.call('ZREM', queue, unpack(gone))

@@ -3,7 +3,6 @@ import { LockConfigError } from "./errors.ts";
 /** Longest lock or resource name accepted, in UTF-16 code units. */
 export const MAX_NAME_LENGTH = 512;
 
-
 /** Throws LockConfigError unless `name` is a usable lock or resource name. */
 export function checkName(name: unknown, what = "lock name"): string {
   if (typeof name !== "string") {
@@ -42,6 +41,8 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   const tag = `${prefix}:{${escapeName(name)}}`;
   return { lock: `${tag}:lock`, fence: `${tag}:fence`, queue: `${tag}:queue`, alive: `${tag}:alive` };
 }
+
+export const utf8 = new TextEncoder();
 
 /** Lowercase hex of some bytes: owner tokens, request ids, wake channels. */
 export function toHex(bytes: Uint8Array): string {

@@ -1,9 +1,9 @@
-import { LockConfigError, LockTimeoutError, LockUnavailableError } from "./errors.ts";
+import { LockTimeoutError, LockUnavailableError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
 import { checkName, lockKeys, toHex } from "./keys.ts";
 import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
 import {
-  acquireOptionsSchema, locksOptionsSchema, parseOptions, tryAcquireOptionsSchema,
+  acquireOptionsSchema, heldOwnerSchema, locksOptionsSchema, parseOptions, tryAcquireOptionsSchema,
   type AcquireOptions, type LocksConfig, type LocksOptions, type TryAcquireOptions,
 } from "./options.ts";
 import { integers, runScript } from "./redis.ts";
@@ -122,7 +122,7 @@ export function createLocks(options: LocksOptions): Locks {
   /** Gives up a place in line at once rather than holding a free lock back until it expires. */
   function leaveQueue(name: string, ticket: string): void {
     // Not awaited: the caller is leaving (aborted or failed) and must not wait on Redis.
-    run(scripts.leave, name, [ticket, wakeChannel(config.prefix, name)], "").catch(() => undefined);
+    run(scripts.leave, name, [ticket], "").catch(() => undefined);
   }
 
   async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {
@@ -213,8 +213,6 @@ async function keepUnlessAborted(lease: Lease, signal: AbortSignal | undefined):
 function checkHeld(held: HeldLease): HeldLease {
   const { name, owner, fence } = held ?? {};
   checkName(name);
-  if (typeof owner !== "string" || !/^[0-9a-f]{32}$/.test(owner)) {
-    throw new LockConfigError("lease to resume", ["owner: expected lease.owner, 32 hex characters"]);
-  }
+  parseOptions(heldOwnerSchema, { owner }, "lease to resume");
   return { name, owner, fence: checkFence(fence, "lease to resume") };
 }

@@ -48,11 +48,16 @@ export type FencedStoreOptions = z.input<typeof storeOptionsSchema>;
 export type LocksOptions = z.input<typeof locksOptionsSchema>;
 export type LocksConfig = z.output<typeof locksOptionsSchema>;
 
+const ownerToken = z.string("expected a string").check(z.regex(/^[0-9a-f]{32}$/, "expected lease.owner: 32 hex characters"));
+
+/** What resume() checks of a held lease beyond its name and fence. */
+export const heldOwnerSchema = z.object({ owner: ownerToken });
+
 export const acquireOptionsSchema = z.strictObject({
   waitMs: z.optional(ms(0, 600_000)),
   leaseMs: z.optional(ms(100, 3_600_000)),
   /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
-  owner: z.optional(z.string("expected a string").check(z.regex(/^[0-9a-f]{32}$/, "expected lease.owner: 32 hex characters"))),
+  owner: z.optional(ownerToken),
   signal: z.optional(z.custom<AbortSignal>((v) => v instanceof AbortSignal, "expected an AbortSignal")),
   /** "push" waits on a SUBSCRIBE stream for the holder's release; "poll" (default) backs off. */
   wake: z.optional(z.enum(["poll", "push"], 'expected "poll" or "push"')),

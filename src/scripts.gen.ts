@@ -2,54 +2,45 @@
 
 export interface LuaScript {
   readonly name: string;
-  readonly sha1: string;
   readonly text: string;
 }
 
 export const acquire: LuaScript = {
   name: "acquire",
-  sha1: "ce03543a0bc4a4b25bd4061661fb2aa4d96577a9",
-  text: "local a,b,c,d=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal e,f=ARGV[1],ARGV[2]\nlocal g='q:' .. f\nlocal h,i,j=tonumber(ARGV[3]),tonumber(ARGV[4]),tonumber(ARGV[5])\nlocal k=redis.call('TIME')\nlocal l=tonumber(k[1])*1000000+tonumber(k[2])\nlocal m=math.floor(l/1000)\nlocal n=redis.call('EXISTS',c)==1\nif n then\nlocal o=redis.call('ZRANGEBYSCORE',d,'-inf',m,'LIMIT',0,100)\nif #o>0 then\nredis.call('ZREM',c,unpack(o))\nredis.call('ZREM',d,unpack(o))\nend\nend\nlocal function p(q)\nif j<=0 then return{0,q,-1}end\nredis.call('ZADD',c,'NX',l,f)\nredis.call('ZADD',d,m+j,f)\nif redis.call('PTTL',c)<j then\nredis.call('PEXPIRE',c,j)\nredis.call('PEXPIRE',d,j)\nend\nreturn{0,q,redis.call('ZRANK',c,f)}\nend\nlocal r=redis.call('HMGET',a,'owner','fence','holds')\nif r[1]==false then\nif n then\nlocal s=redis.call('ZRANGE',c,0,0)[1]\nif s and s~=f then\nreturn p(0)\nend\nredis.call('ZREM',c,f)\nredis.call('ZREM',d,f)\nend\nlocal t=tonumber(redis.call('HGET',b,'last')or '0')\nlocal u=string.format('%d',math.max(t+1,l))\nredis.call('HSET',a,'owner',e,'fence',u,'holds',1,g,1)\nredis.call('PEXPIRE',a,h)\nredis.call('HSET',b,'last',u)\nredis.call('PEXPIRE',b,i)\nreturn{1,tonumber(u),1,h}\nend\nif r[1]~=e then\nreturn p(redis.call('PTTL',a))\nend\nlocal v=tonumber(r[3])\nif redis.call('HSETNX',a,g,1)==1 then\nv=redis.call('HINCRBY',a,'holds',1)\nend\nlocal q=redis.call('PTTL',a)\nif q<h then\nredis.call('PEXPIRE',a,h)\nredis.call('PEXPIRE',b,i)\nq=h\nend\nreturn{1,tonumber(r[2]),v,q}",
+  text: "local a=redis.call\nlocal b,c,d,e=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal f,g=ARGV[1],ARGV[2]\nlocal h='q:'..g\nlocal i,j,k=tonumber(ARGV[3]),tonumber(ARGV[4]),tonumber(ARGV[5])\nlocal l=a('TIME')\nlocal m=l[1]*1000000+l[2]\nlocal n=math.floor(m/1000)\nlocal o=a('EXISTS',d)==1\nif o then\nlocal p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)\nif #p>0 then\na('ZREM',d,unpack(p))\na('ZREM',e,unpack(p))\nend\nend\nlocal function q(r)\nif k<=0 then return{0,r,-1}end\na('ZADD',d,'NX',m,g)\na('ZADD',e,n+k,g)\na('PEXPIRE',d,k)\na('PEXPIRE',e,k)\nreturn{0,r,a('ZRANK',d,g)}\nend\nlocal s=a('HMGET',b,'owner','fence','holds')\nif s[1]==false then\nif o then\nlocal t=a('ZRANGE',d,0,0)[1]\nif t and t~=g then\nreturn q(0)\nend\na('ZREM',d,g)\na('ZREM',e,g)\nend\nlocal u=tonumber(a('HGET',c,'last')or '0')\nlocal v=string.format('%d',math.max(u+1,m))\na('HSET',b,'owner',f,'fence',v,'holds',1,h,1)\na('PEXPIRE',b,i)\na('HSET',c,'last',v)\na('PEXPIRE',c,j)\nreturn{1,tonumber(v),1,i}\nend\nif s[1]~=f then\nreturn q(a('PTTL',b))\nend\nlocal w=tonumber(s[3])\nif a('HSETNX',b,h,1)==1 then\nw=a('HINCRBY',b,'holds',1)\nend\nlocal r=a('PTTL',b)\nif r<i then\na('PEXPIRE',b,i)\na('PEXPIRE',c,j)\nr=i\nend\nreturn{1,tonumber(s[2]),w,r}",
 };
 
 export const heartbeat: LuaScript = {
   name: "heartbeat",
-  sha1: "6b1500b6a335f4b906c12ef596d44e68ea58cafa",
-  text: "local a,b=KEYS[1],KEYS[2]\nlocal c=redis.call('HMGET',a,'owner','fence')\nif c[1]~=ARGV[1] or c[2]~=ARGV[2] then\nreturn{0}\nend\nlocal d=tonumber(ARGV[3])\nredis.call('PEXPIRE',a,d)\nredis.call('PEXPIRE',b,tonumber(ARGV[4]))\nreturn{1,d}",
+  text: "local a=redis.call\nlocal b,c=KEYS[1],KEYS[2]\nlocal d=a('HMGET',b,'owner','fence')\nif d[1]~=ARGV[1] or d[2]~=ARGV[2] then\nreturn{0}\nend\nlocal e=tonumber(ARGV[3])\na('PEXPIRE',b,e)\na('PEXPIRE',c,tonumber(ARGV[4]))\nreturn{1,e}",
 };
 
 export const inspect: LuaScript = {
   name: "inspect",
-  sha1: "d01abf3d2a7233769c00765f8612260be6298913",
-  text: "local a=redis.call('HMGET',KEYS[1],'owner','fence','holds')\nlocal b=redis.call('ZCARD',KEYS[3])\nif a[1]==false then\nlocal c=redis.call('HGET',KEYS[2],'last')\nreturn{0,tonumber(c or '0'),0,0,b}\nend\nreturn{1,tonumber(a[2]),redis.call('PTTL',KEYS[1]),tonumber(a[3]),b}",
+  text: "local a=redis.call\nlocal b=a('HMGET',KEYS[1],'owner','fence','holds')\nlocal c=a('ZCARD',KEYS[3])\nif b[1]==false then\nlocal d=a('HGET',KEYS[2],'last')\nreturn{0,tonumber(d or '0'),0,0,c}\nend\nreturn{1,tonumber(b[2]),a('PTTL',KEYS[1]),tonumber(b[3]),c}",
 };
 
 export const leave: LuaScript = {
   name: "leave",
-  sha1: "eb602fa7c4e10e81ac5db9d0ef4082f97614af09",
-  text: "local a,b,c=KEYS[1],KEYS[3],ARGV[1]\nredis.call('ZREM',b,c)\nredis.call('ZREM',KEYS[4],c)\nif redis.call('HDEL',a,'q:' .. c)==1 and redis.call('HINCRBY',a,'holds',-1)<1 then\nredis.call('DEL',a)\nlocal d=redis.call('ZRANGE',b,0,0)[1]\nif d then\nredis.call('PUBLISH',ARGV[2],'t:' .. string.match(d,'^%x+'))\nend\nend\nreturn{1}",
+  text: "local a=redis.call\nlocal b,c=KEYS[1],ARGV[1]\na('ZREM',KEYS[3],c)\na('ZREM',KEYS[4],c)\nif a('HDEL',b,'q:'..c)==1 and a('HINCRBY',b,'holds',-1)<1 then\na('DEL',b)\nend\nreturn{1}",
 };
 
 export const release: LuaScript = {
   name: "release",
-  sha1: "9da25e74f9f8591adfcd3ff590d8ffaafecac4d9",
-  text: "local a,b,c,d=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal e,f,g=ARGV[1],ARGV[2],'q:' .. ARGV[3]\nlocal h=redis.call('HMGET',a,'owner','fence','holds',g)\nif h[1]==e and h[2]==f then\nlocal i=tonumber(h[3])\nif h[4] then\nreturn{1,i}\nend\nif i>1 then\nredis.call('HSET',a,g,1)\nreturn{1,redis.call('HINCRBY',a,'holds',-1)}\nend\nredis.call('DEL',a)\nredis.call('HSET',b,'released',f)\nif redis.call('EXISTS',c)==1 then\nlocal j=redis.call('TIME')\nlocal k=tonumber(j[1])*1000000+tonumber(j[2])\nlocal l=redis.call('ZRANGEBYSCORE',d,'-inf',math.floor(k/1000),'LIMIT',0,100)\nif #l>0 then\nredis.call('ZREM',c,unpack(l))\nredis.call('ZREM',d,unpack(l))\nend\nlocal m=redis.call('ZRANGE',c,0,0)[1] or ''\nlocal n,o,p,q=string.match(m,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')\nif n then\nlocal r=tonumber(redis.call('HGET',b,'last')or '0')\nlocal s=string.format('%d',math.max(r+1,k))\nredis.call('HSET',a,'owner',o,'fence',s,'holds',1,'q:' .. m,1)\nredis.call('PEXPIRE',a,p)\nredis.call('HSET',b,'last',s)\nredis.call('PEXPIRE',b,q)\nredis.call('ZREM',c,m)\nredis.call('ZREM',d,m)\nredis.call('PUBLISH',ARGV[4],'g:' .. n..':' .. s)\nend\nend\nreturn{1,0}\nend\nif redis.call('HGET',b,'released')==f then\nreturn{1,0}\nend\nreturn{0}",
+  text: "local a=redis.call\nlocal b,c,d,e=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal f,g,h=ARGV[1],ARGV[2],'q:'..ARGV[3]\nlocal i=a('HMGET',b,'owner','fence','holds',h)\nif i[1]==f and i[2]==g then\nlocal j=tonumber(i[3])\nif i[4] then\nreturn{1,j}\nend\nif j>1 then\na('HSET',b,h,1)\nreturn{1,a('HINCRBY',b,'holds',-1)}\nend\na('DEL',b)\na('HSET',c,'released',g)\nif a('EXISTS',d)==1 then\nlocal k=a('TIME')\nlocal l=k[1]*1000000+k[2]\nlocal m=a('ZRANGEBYSCORE',e,'-inf',math.floor(l/1000),'LIMIT',0,100)\nif #m>0 then\na('ZREM',d,unpack(m))\na('ZREM',e,unpack(m))\nend\nlocal n=a('ZRANGE',d,0,0)[1] or ''\nlocal o,p,q,r=string.match(n,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')\nif o then\nlocal s=tonumber(a('HGET',c,'last')or '0')\nlocal t=string.format('%d',math.max(s+1,l))\na('HSET',b,'owner',p,'fence',t,'holds',1,'q:'..n,1)\na('PEXPIRE',b,q)\na('HSET',c,'last',t)\na('PEXPIRE',c,r)\na('ZREM',d,n)\na('ZREM',e,n)\na('PUBLISH',ARGV[4],'g:'..o..':'..t)\nend\nend\nreturn{1,0}\nend\nif a('HGET',c,'released')==g then\nreturn{1,0}\nend\nreturn{0}",
 };
 
 export const storeClaim: LuaScript = {
   name: "store-claim",
-  sha1: "199f4188b9c43f884ce47b1bf379f5d9446026a5",
-  text: "local a=ARGV[1]\nif not string.match(a,'^[1-9][0-9]*$')or #a>16 or tonumber(a)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal b=redis.call('HMGET',KEYS[1],'fence','value')\nlocal c=tonumber(b[1] or '0')\nif tonumber(a)<c then\nreturn{0,c}\nend\nredis.call('HSET',KEYS[1],'fence',a)\nlocal d=tonumber(ARGV[2])\nif d>0 then redis.call('PEXPIRE',KEYS[1],d)end\nif b[2] then return{1,tonumber(a),'v:' .. b[2]}end\nreturn{1,tonumber(a)}",
+  text: "local a=redis.call\nlocal b=ARGV[1]\nif not string.match(b,'^[1-9][0-9]*$')or #b>16 or tonumber(b)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal c=a('HMGET',KEYS[1],'fence','value')\nlocal d=tonumber(c[1] or '0')\nif tonumber(b)<d then\nreturn{0,d}\nend\na('HSET',KEYS[1],'fence',b)\nlocal e=tonumber(ARGV[2])\nif e>0 then a('PEXPIRE',KEYS[1],e)end\nif c[2] then return{1,tonumber(b),'v:'..c[2]}end\nreturn{1,tonumber(b)}",
 };
 
 export const storeRead: LuaScript = {
   name: "store-read",
-  sha1: "0966301cbc21b5f65d1bb1b203e929800bda13e8",
-  text: "local a=redis.call('HMGET',KEYS[1],'fence','value')\nlocal b=tonumber(a[1] or '0')\nif a[2] then return{b,'v:' .. a[2]}end\nreturn{b}",
+  text: "local a=redis.call\nlocal b=a('HMGET',KEYS[1],'fence','value')\nlocal c=tonumber(b[1] or '0')\nif b[2] then return{c,'v:'..b[2]}end\nreturn{c}",
 };
 
 export const storeWrite: LuaScript = {
   name: "store-write",
-  sha1: "abb230cf9085510808ef5259d1e6841c15c0c004",
-  text: "local a=ARGV[1]\nif not string.match(a,'^[1-9][0-9]*$')or #a>16 or tonumber(a)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal b=tonumber(redis.call('HGET',KEYS[1],'fence')or '0')\nif tonumber(a)<b then\nreturn{0,b}\nend\nredis.call('HSET',KEYS[1],'fence',a,'value',ARGV[2])\nlocal c=tonumber(ARGV[3])\nif c>0 then redis.call('PEXPIRE',KEYS[1],c)end\nreturn{1,tonumber(a)}",
+  text: "local a=redis.call\nlocal b=ARGV[1]\nif not string.match(b,'^[1-9][0-9]*$')or #b>16 or tonumber(b)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal c=tonumber(a('HGET',KEYS[1],'fence')or '0')\nif tonumber(b)<c then\nreturn{0,c}\nend\na('HSET',KEYS[1],'fence',b,'value',ARGV[2])\nlocal d=tonumber(ARGV[3])\nif d>0 then a('PEXPIRE',KEYS[1],d)end\nreturn{1,tonumber(b)}",
 };

@@ -1,4 +1,4 @@
-import { toHex } from "./keys.ts";
+import { toHex, utf8 } from "./keys.ts";
 import type { RedisClient, WakeSubscriber } from "./redis.ts";
 import { QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./wait.ts";
 
@@ -14,8 +14,6 @@ export const pollWaiter: Waiter = {
   pause: (tries, busy, budgetMs, signal) => sleep(retryDelayMs(tries, busy, budgetMs), signal),
   close: async () => undefined,
 };
-
-const utf8 = new TextEncoder();
 
 /** The channel a lock's final release publishes on; hex keeps any name safe in a URL path. */
 export function wakeChannel(prefix: string, name: string): string {
