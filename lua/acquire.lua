@@ -7,8 +7,10 @@
 --      '.owner.leaseMs.fenceTtlMs' so that release.lua can hand it the lock), leaseMs, fenceTtlMs,
 --      queueMs (how long the ticket stays queued without another attempt; 0 = do not queue)
 -- Reply {1, fence, holds, ttlMs} when held by the caller,
---       {0, ttlMs, position} when busy (ttlMs 0: free but promised to an earlier waiter;
---       position: the caller's place in the queue, -1 when not queued).
+--       {0, ttlMs, position, newest} when busy (ttlMs 0: free but promised to an earlier
+--       waiter; position: the caller's place in the queue, -1 when not queued; newest: the
+--       last fence minted, so a push waiter can tell a handover after this attempt from one
+--       before it, which this attempt shows has lapsed).
 local lock, fenceKey, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, ticket = ARGV[1], ARGV[2]
 local seen = 'q:' .. ticket
@@ -28,14 +30,14 @@ if queued then
   end
 end
 
-local function waitInLine(ttl)
+local function waitInLine(ttl, newest)
   if queueMs <= 0 then return {0, ttl, -1} end
   redis.call('ZADD', queue, 'NX', nowUs, ticket)
   redis.call('ZADD', alive, nowMs + queueMs, ticket)
   -- Every waiter queues for the same time, so this never cuts another waiter's place short.
   redis.call('PEXPIRE', queue, queueMs)
   redis.call('PEXPIRE', alive, queueMs)
-  return {0, ttl, redis.call('ZRANK', queue, ticket)}
+  return {0, ttl, redis.call('ZRANK', queue, ticket), tonumber(newest or '0')}
 end
 
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
@@ -43,7 +45,7 @@ if cur[1] == false then
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
     if head and head ~= ticket then
-      return waitInLine(0)
+      return waitInLine(0, redis.call('HGET', fenceKey, 'last'))
     end
     redis.call('ZREM', queue, ticket)
     redis.call('ZREM', alive, ticket)
@@ -60,7 +62,7 @@ if cur[1] == false then
 end
 
 if cur[1] ~= owner then
-  return waitInLine(redis.call('PTTL', lock))
+  return waitInLine(redis.call('PTTL', lock), cur[2])
 end
 
 -- A retried request (same requestId) must not count a second hold.

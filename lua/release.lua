@@ -46,8 +46,8 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('PEXPIRE', fenceKey, heirFenceTtlMs)
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
-      -- The prefix keeps a client's JSON parsing from turning the message into a number.
-      redis.call('PUBLISH', ARGV[4], 'g:' .. ticket .. ':' .. heirFence)
+      -- 'ticket:fence': the colon keeps a client's JSON parsing from making it a number.
+      redis.call('PUBLISH', ARGV[4], ticket .. ':' .. heirFence)
     end
   end
   return {1, 0}

@@ -15,9 +15,11 @@ export function minifyLua(source: string): string {
     .map((line) => line.trim())
     .filter((line) => line !== "" && !line.startsWith("--"))
     .map((line) => line.split(/('[^']*')/).map((part, i) => (i % 2 ? part : tighten(part, i > 0))).join(""))
-    .join("\n");
+    .join(" ");
   if (tightened.includes('"')) throw new Error("lua/: quote strings with ' so the minifier can see them");
-  return shortenLocals(`local call=redis.call\n${tightened.replaceAll("redis.call(", "call(")}`);
+  // Lines are joined with spaces, so a comment after code would swallow the rest of the script.
+  if (tightened.split(/'[^']*'/).some((code) => code.includes("--"))) throw new Error("lua/: put comments on lines of their own");
+  return shortenLocals(`local call=redis.call ${tightened.replaceAll("redis.call(", "call(")}`);
 }
 
 const LUA_KEYWORDS = new Set([

@@ -105,8 +105,10 @@ export function createLocks(options: LocksOptions): Locks {
           return outcome;
         }
         const fence = await waiter.pause(tries, outcome, budgetMs, opts.signal);
-        // Handed over by a release that ran after this attempt: held for leaseMs from sentAt at least.
-        const lease = fence && new Lease({ name, owner, fence, leaseMs, validUntil: sentAt + leaseMs - driftMs(leaseMs) }, backend);
+        // A handover minted after this attempt ran, so the lease lasts leaseMs from sentAt at least;
+        // one minted before it has lapsed already, or this attempt would have found the lock held.
+        const lease = fence && fence > (outcome.newestFence ?? fence) &&
+          new Lease({ name, owner, fence, leaseMs, validUntil: sentAt + leaseMs - driftMs(leaseMs) }, backend);
         // With too little of it left, the next attempt finds it held and learns its true TTL.
         if (lease && lease.remainingMs() >= leaseMs / 10) return await deliver(lease);
       }
@@ -186,12 +188,12 @@ function attemptAcquire(run: Run, backend: LeaseBackend) {
   return async function attempt(name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Lease | Busy> {
     const sentAt = performance.now();
     const args = [owner, ticket, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS), String(queueMs)];
-    const [held, fenceOrTtl = 0, third = -1, ttl = 0] = await run(scripts.acquire, name, args, owner);
-    if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl), position: third };
+    const [held, fenceOrTtl = 0, holdsOrPosition = -1, ttlOrNewestFence = 0] = await run(scripts.acquire, name, args, owner);
+    if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl), position: holdsOrPosition, newestFence: ttlOrNewestFence };
     if (!Number.isSafeInteger(fenceOrTtl) || fenceOrTtl <= 0) {
       throw new LockUnavailableError(`Redis returned an invalid fence for "${name}"; is the data under this prefix ours?`);
     }
-    const validUntil = sentAt + ttl - driftMs(leaseMs);
+    const validUntil = sentAt + ttlOrNewestFence - driftMs(leaseMs);
     const lease = new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);
     // A reply that took most of the lease to arrive is of no use: give it back.
     if (lease.remainingMs() < leaseMs / 10) {

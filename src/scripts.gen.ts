@@ -7,40 +7,40 @@ export interface LuaScript {
 
 export const acquire: LuaScript = {
   name: "acquire",
-  text: "local a=redis.call\nlocal b,c,d,e=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal f,g=ARGV[1],ARGV[2]\nlocal h='q:'..g\nlocal i,j,k=tonumber(ARGV[3]),tonumber(ARGV[4]),tonumber(ARGV[5])\nlocal l=a('TIME')\nlocal m=l[1]*1000000+l[2]\nlocal n=math.floor(m/1000)\nlocal o=a('EXISTS',d)==1\nif o then\nlocal p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)\nif #p>0 then\na('ZREM',d,unpack(p))\na('ZREM',e,unpack(p))\nend\nend\nlocal function q(r)\nif k<=0 then return{0,r,-1}end\na('ZADD',d,'NX',m,g)\na('ZADD',e,n+k,g)\na('PEXPIRE',d,k)\na('PEXPIRE',e,k)\nreturn{0,r,a('ZRANK',d,g)}\nend\nlocal s=a('HMGET',b,'owner','fence','holds')\nif s[1]==false then\nif o then\nlocal t=a('ZRANGE',d,0,0)[1]\nif t and t~=g then\nreturn q(0)\nend\na('ZREM',d,g)\na('ZREM',e,g)\nend\nlocal u=tonumber(a('HGET',c,'last')or '0')\nlocal v=string.format('%d',math.max(u+1,m))\na('HSET',b,'owner',f,'fence',v,'holds',1,h,1)\na('PEXPIRE',b,i)\na('HSET',c,'last',v)\na('PEXPIRE',c,j)\nreturn{1,tonumber(v),1,i}\nend\nif s[1]~=f then\nreturn q(a('PTTL',b))\nend\nlocal w=tonumber(s[3])\nif a('HSETNX',b,h,1)==1 then\nw=a('HINCRBY',b,'holds',1)\nend\nlocal r=a('PTTL',b)\nif r<i then\na('PEXPIRE',b,i)\na('PEXPIRE',c,j)\nr=i\nend\nreturn{1,tonumber(s[2]),w,r}",
+  text: "local a=redis.call local b,c,d,e=KEYS[1],KEYS[2],KEYS[3],KEYS[4] local f,g=ARGV[1],ARGV[2] local h='q:'..g local i,j,k=tonumber(ARGV[3]),tonumber(ARGV[4]),tonumber(ARGV[5]) local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end end local function q(r,s) if k<=0 then return{0,r,-1}end a('ZADD',d,'NX',m,g) a('ZADD',e,n+k,g) a('PEXPIRE',d,k) a('PEXPIRE',e,k) return{0,r,a('ZRANK',d,g),tonumber(s or '0')} end local t=a('HMGET',b,'owner','fence','holds') if t[1]==false then if o then local u=a('ZRANGE',d,0,0)[1] if u and u~=g then return q(0,a('HGET',c,'last')) end a('ZREM',d,g) a('ZREM',e,g) end local v=tonumber(a('HGET',c,'last')or '0') local w=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',f,'fence',w,'holds',1,h,1) a('PEXPIRE',b,i) a('HSET',c,'last',w) a('PEXPIRE',c,j) return{1,tonumber(w),1,i} end if t[1]~=f then return q(a('PTTL',b),t[2]) end local x=tonumber(t[3]) if a('HSETNX',b,h,1)==1 then x=a('HINCRBY',b,'holds',1) end local r=a('PTTL',b) if r<i then a('PEXPIRE',b,i) a('PEXPIRE',c,j) r=i end return{1,tonumber(t[2]),x,r}",
 };
 
 export const heartbeat: LuaScript = {
   name: "heartbeat",
-  text: "local a=redis.call\nlocal b,c=KEYS[1],KEYS[2]\nlocal d=a('HMGET',b,'owner','fence')\nif d[1]~=ARGV[1] or d[2]~=ARGV[2] then\nreturn{0}\nend\nlocal e=tonumber(ARGV[3])\na('PEXPIRE',b,e)\na('PEXPIRE',c,tonumber(ARGV[4]))\nreturn{1,e}",
+  text: "local a=redis.call local b,c=KEYS[1],KEYS[2] local d=a('HMGET',b,'owner','fence') if d[1]~=ARGV[1] or d[2]~=ARGV[2] then return{0} end local e=tonumber(ARGV[3]) a('PEXPIRE',b,e) a('PEXPIRE',c,tonumber(ARGV[4])) return{1,e}",
 };
 
 export const inspect: LuaScript = {
   name: "inspect",
-  text: "local a=redis.call\nlocal b=a('HMGET',KEYS[1],'owner','fence','holds')\nlocal c=a('ZCARD',KEYS[3])\nif b[1]==false then\nlocal d=a('HGET',KEYS[2],'last')\nreturn{0,tonumber(d or '0'),0,0,c}\nend\nreturn{1,tonumber(b[2]),a('PTTL',KEYS[1]),tonumber(b[3]),c}",
+  text: "local a=redis.call local b=a('HMGET',KEYS[1],'owner','fence','holds') local c=a('ZCARD',KEYS[3]) if b[1]==false then local d=a('HGET',KEYS[2],'last') return{0,tonumber(d or '0'),0,0,c} end return{1,tonumber(b[2]),a('PTTL',KEYS[1]),tonumber(b[3]),c}",
 };
 
 export const leave: LuaScript = {
   name: "leave",
-  text: "local a=redis.call\nlocal b,c=KEYS[1],ARGV[1]\na('ZREM',KEYS[3],c)\na('ZREM',KEYS[4],c)\nif a('HDEL',b,'q:'..c)==1 and a('HINCRBY',b,'holds',-1)<1 then\na('DEL',b)\nend\nreturn{1}",
+  text: "local a=redis.call local b,c=KEYS[1],ARGV[1] a('ZREM',KEYS[3],c) a('ZREM',KEYS[4],c) if a('HDEL',b,'q:'..c)==1 and a('HINCRBY',b,'holds',-1)<1 then a('DEL',b) end return{1}",
 };
 
 export const release: LuaScript = {
   name: "release",
-  text: "local a=redis.call\nlocal b,c,d,e=KEYS[1],KEYS[2],KEYS[3],KEYS[4]\nlocal f,g,h=ARGV[1],ARGV[2],'q:'..ARGV[3]\nlocal i=a('HMGET',b,'owner','fence','holds',h)\nif i[1]==f and i[2]==g then\nlocal j=tonumber(i[3])\nif i[4] then\nreturn{1,j}\nend\nif j>1 then\na('HSET',b,h,1)\nreturn{1,a('HINCRBY',b,'holds',-1)}\nend\na('DEL',b)\na('HSET',c,'released',g)\nif a('EXISTS',d)==1 then\nlocal k=a('TIME')\nlocal l=k[1]*1000000+k[2]\nlocal m=a('ZRANGEBYSCORE',e,'-inf',math.floor(l/1000),'LIMIT',0,100)\nif #m>0 then\na('ZREM',d,unpack(m))\na('ZREM',e,unpack(m))\nend\nlocal n=a('ZRANGE',d,0,0)[1] or ''\nlocal o,p,q,r=string.match(n,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')\nif o then\nlocal s=tonumber(a('HGET',c,'last')or '0')\nlocal t=string.format('%d',math.max(s+1,l))\na('HSET',b,'owner',p,'fence',t,'holds',1,'q:'..n,1)\na('PEXPIRE',b,q)\na('HSET',c,'last',t)\na('PEXPIRE',c,r)\na('ZREM',d,n)\na('ZREM',e,n)\na('PUBLISH',ARGV[4],'g:'..o..':'..t)\nend\nend\nreturn{1,0}\nend\nif a('HGET',c,'released')==g then\nreturn{1,0}\nend\nreturn{0}",
+  text: "local a=redis.call local b,c,d,e=KEYS[1],KEYS[2],KEYS[3],KEYS[4] local f,g,h=ARGV[1],ARGV[2],'q:'..ARGV[3] local i=a('HMGET',b,'owner','fence','holds',h) if i[1]==f and i[2]==g then local j=tonumber(i[3]) if i[4] then return{1,j} end if j>1 then a('HSET',b,h,1) return{1,a('HINCRBY',b,'holds',-1)} end a('DEL',b) a('HSET',c,'released',g) if a('EXISTS',d)==1 then local k=a('TIME') local l=k[1]*1000000+k[2] local m=a('ZRANGEBYSCORE',e,'-inf',math.floor(l/1000),'LIMIT',0,100) if #m>0 then a('ZREM',d,unpack(m)) a('ZREM',e,unpack(m)) end local n=a('ZRANGE',d,0,0)[1] or '' local o,p,q,r=string.match(n,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$') if o then local s=tonumber(a('HGET',c,'last')or '0') local t=string.format('%d',math.max(s+1,l)) a('HSET',b,'owner',p,'fence',t,'holds',1,'q:'..n,1) a('PEXPIRE',b,q) a('HSET',c,'last',t) a('PEXPIRE',c,r) a('ZREM',d,n) a('ZREM',e,n) a('PUBLISH',ARGV[4],o..':'..t) end end return{1,0} end if a('HGET',c,'released')==g then return{1,0} end return{0}",
 };
 
 export const storeClaim: LuaScript = {
   name: "store-claim",
-  text: "local a=redis.call\nlocal b=ARGV[1]\nif not string.match(b,'^[1-9][0-9]*$')or #b>16 or tonumber(b)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal c=a('HMGET',KEYS[1],'fence','value')\nlocal d=tonumber(c[1] or '0')\nif tonumber(b)<d then\nreturn{0,d}\nend\na('HSET',KEYS[1],'fence',b)\nlocal e=tonumber(ARGV[2])\nif e>0 then a('PEXPIRE',KEYS[1],e)end\nif c[2] then return{1,tonumber(b),'v:'..c[2]}end\nreturn{1,tonumber(b)}",
+  text: "local a=redis.call local b=ARGV[1] if not string.match(b,'^[1-9][0-9]*$')or #b>16 or tonumber(b)>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local c=a('HMGET',KEYS[1],'fence','value') local d=tonumber(c[1] or '0') if tonumber(b)<d then return{0,d} end a('HSET',KEYS[1],'fence',b) local e=tonumber(ARGV[2]) if e>0 then a('PEXPIRE',KEYS[1],e)end if c[2] then return{1,tonumber(b),'v:'..c[2]}end return{1,tonumber(b)}",
 };
 
 export const storeRead: LuaScript = {
   name: "store-read",
-  text: "local a=redis.call\nlocal b=a('HMGET',KEYS[1],'fence','value')\nlocal c=tonumber(b[1] or '0')\nif b[2] then return{c,'v:'..b[2]}end\nreturn{c}",
+  text: "local a=redis.call local b=a('HMGET',KEYS[1],'fence','value') local c=tonumber(b[1] or '0') if b[2] then return{c,'v:'..b[2]}end return{c}",
 };
 
 export const storeWrite: LuaScript = {
   name: "store-write",
-  text: "local a=redis.call\nlocal b=ARGV[1]\nif not string.match(b,'^[1-9][0-9]*$')or #b>16 or tonumber(b)>9007199254740991 then\nreturn redis.error_reply('ERR fencelock: malformed fence')\nend\nlocal c=tonumber(a('HGET',KEYS[1],'fence')or '0')\nif tonumber(b)<c then\nreturn{0,c}\nend\na('HSET',KEYS[1],'fence',b,'value',ARGV[2])\nlocal d=tonumber(ARGV[3])\nif d>0 then a('PEXPIRE',KEYS[1],d)end\nreturn{1,tonumber(b)}",
+  text: "local a=redis.call local b=ARGV[1] if not string.match(b,'^[1-9][0-9]*$')or #b>16 or tonumber(b)>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local c=tonumber(a('HGET',KEYS[1],'fence')or '0') if tonumber(b)<c then return{0,c} end a('HSET',KEYS[1],'fence',b,'value',ARGV[2]) local d=tonumber(ARGV[3]) if d>0 then a('PEXPIRE',KEYS[1],d)end return{1,tonumber(b)}",
 };

@@ -10,6 +10,8 @@ export interface Busy {
   busyForMs: number;
   /** 0 = next in line; -1 = not queued. */
   position: number;
+  /** When queued: the last fence minted before this attempt; a handover with a higher one came after it. */
+  newestFence?: number;
 }
 
 /**

@@ -50,10 +50,7 @@ interface WakeStream {
   /** True once subscribed; false if the stream failed or did not confirm within `ms`. */
   ready(ms: number, signal?: AbortSignal): Promise<boolean>;
   readonly live: boolean;
-  /**
-   * Resolves on the next message for this waiter (or one since the last call), or after
-   * `ms`; with the fence when the message says the lock was handed to this waiter.
-   */
+  /** Resolves with the fence of the next handover to this waiter (or one since the last call), or after `ms`. */
   message(ms: number, signal?: AbortSignal): Promise<number | undefined>;
   close(): Promise<void>;
 }
@@ -61,7 +58,6 @@ interface WakeStream {
 function openStream(redis: RedisClient, channel: string, ticket: string): WakeStream {
   let live = false;
   let failed = false;
-  let pending = false;
   let granted: number | undefined;
   const wakers = new Set<() => void>();
   const wakeAll = () => {
@@ -75,13 +71,12 @@ function openStream(redis: RedisClient, channel: string, ticket: string): WakeSt
   }
   subscriber?.on("subscribe", () => ((live = true), wakeAll()));
   subscriber?.on("error", () => ((live = false), (failed = true), wakeAll()));
-  // "t:<ticket>": try now; "g:<ticket>:<fence>": the lock is yours (release.lua).
+  // "<ticket>:<fence>": release.lua handed the lock to this waiter.
   subscriber?.on("message", (event) => {
-    const [kind, to, fence] = String(typeof event === "object" && event && "message" in event && event.message).split(":");
-    if (to !== ticket) return;
+    const [to, fence] = String(typeof event === "object" && event && "message" in event && event.message).split(":");
     const handed = Number(fence);
-    if (kind === "g" && Number.isSafeInteger(handed) && handed > 0) granted = handed;
-    pending = true;
+    if (to !== ticket || !Number.isSafeInteger(handed) || handed <= 0) return;
+    granted = handed;
     wakeAll();
   });
   if (!subscriber) failed = true;
@@ -109,9 +104,8 @@ function openStream(redis: RedisClient, channel: string, ticket: string): WakeSt
       return live;
     },
     async message(ms, signal) {
-      await until(() => pending || failed, ms, signal);
+      await until(() => granted !== undefined || failed, ms, signal);
       const fence = granted;
-      pending = false;
       granted = undefined;
       return fence;
     },

@@ -118,6 +118,42 @@ describe("release hands the lock to the push waiter first in line", () => {
     expect((await lockSet(prefix).inspect("gate")).held).toBe(false);
   });
 
+  it("never takes a handover that lapsed before its last attempt, however late the message", async () => {
+    const prefix = uniquePrefix("grant-late");
+    const holder = await lockSet(prefix).acquire("gate");
+    const real = upstash();
+    const acquireSha1 = await scriptSha1(scripts.acquire);
+    const attempts = { n: 0 };
+    const heldBack: (() => void)[] = [];
+    const slowStream: RedisClient = {
+      evalsha: (sha, keys, args) => ((attempts.n += sha === acquireSha1 ? 1 : 0), real.evalsha(sha, keys, args)),
+      eval: (text, keys, args) => real.eval(text, keys, args),
+      subscribe(channel): WakeSubscriber {
+        const subscriber = real.subscribe(channel);
+        return {
+          on: (type, listener) => subscriber.on(type, type === "message" ? (event) => heldBack.push(() => listener(event)) : listener),
+          unsubscribe: () => subscriber.unsubscribe(),
+        };
+      },
+    };
+    const waiting = createLocks({ redis: slowStream, prefix }).acquire("gate", { waitMs: 15_000, wake: "push" });
+    await until(async () => attempts.n === 2, 3_000); // the attempt after the stream confirmed
+    await holder.release(); // handed to the waiter; the message is held back
+    await until(async () => heldBack.length === 1, 3_000);
+    // The handover lapses (as if the waiter's isolate froze) and someone else takes the lock.
+    await real.del(lockKeys(prefix, "gate").lock);
+    const other = await lockSet(prefix).acquire("gate");
+    await until(async () => attempts.n === 3, 3_000); // the waiter looks again: busy
+    heldBack.splice(0).forEach((deliver) => deliver());
+    expect(await Promise.race([waiting.then(() => "took it"), sleep(300).then(() => "still waiting")])).toBe("still waiting");
+
+    await other.release();
+    const lease = await waiting;
+    expect(lease.fence).toBeGreaterThan(other.fence);
+    expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: true, fence: lease.fence });
+    await lease.release();
+  });
+
   it.each([
     ["sent twice", () => sendingTwice],
     ["whose response was lost", () => droppingResponses(1)],
@@ -157,16 +193,10 @@ describe("a push waiter's messages", () => {
   };
 
   it("takes the fence from a handover addressed to it", async () => {
-    expect(await heard("g:T:42")).toEqual({ fence: 42, woke: true });
+    expect(await heard("T:42")).toEqual({ fence: 42, woke: true });
   });
 
-  it("wakes without a lease on a try-now message or a malformed fence", async () => {
-    expect(await heard("t:T")).toEqual({ fence: undefined, woke: true });
-    expect(await heard("g:T:4.5")).toEqual({ fence: undefined, woke: true });
-    expect(await heard("g:T:9007199254740993")).toEqual({ fence: undefined, woke: true });
-  });
-
-  it("ignores messages for other waiters", async () => {
-    expect(await heard("g:U:42", "t:TT")).toEqual({ fence: undefined, woke: false });
+  it("ignores handovers to other waiters, and malformed fences", async () => {
+    expect(await heard("U:42", "TT:42", "T:4.5", "T:-3", "T:9007199254740993", "T:", "T")).toEqual({ fence: undefined, woke: false });
   });
 });

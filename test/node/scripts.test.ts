@@ -40,7 +40,12 @@ describe("minifyLua", () => {
       "a('HSET',c,'fence',b)",
       "local e=a('PTTL',c)",
       "return 'q:'..b..d(e)[2]",
-    ].join("\n"));
+    ].join(" "));
+  });
+
+  it("refuses a comment after code, which would swallow the rest of the joined script", () => {
+    expect(() => minifyLua("local a = 1 -- one\nreturn a")).toThrow(/comments on lines of their own/);
+    expect(minifyLua("return '--'")).toBe("local a=redis.call return '--'");
   });
 
   it("runs the renamed script the same as the source on the real server", async () => {
