@@ -8,13 +8,14 @@
 --      queueMs (how long the ticket stays queued without another attempt; 0 = do not queue)
 -- Reply {1, fence, holds, ttlMs} when held by the caller,
 --       {0, ttlMs, position, newest} when busy (ttlMs 0: free but promised to an earlier
---       waiter; position: the caller's place in the queue, -1 when not queued; newest: the
---       last fence minted, so a push waiter can tell a handover after this attempt from one
---       before it, which this attempt shows has lapsed).
+--       waiter; position: the caller's place in the queue, -1 when not queued; newest: no
+--       lower than any fence minted so far, so a push waiter can tell a handover after this
+--       attempt from one before it, which this attempt shows has lapsed).
 local lock, fenceKey, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, ticket = ARGV[1], ARGV[2]
 local seen = 'q:' .. ticket
-local leaseMs, fenceTtlMs, queueMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+-- fenceTtlMs stays a string: PEXPIRE is all it is used for.
+local leaseMs, fenceTtlMs, queueMs = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local t = redis.call('TIME')
 local nowUs = t[1] * 1000000 + t[2]
 local nowMs = math.floor(nowUs / 1000)
@@ -37,7 +38,7 @@ local function waitInLine(ttl, newest)
   -- Every waiter queues for the same time, so this never cuts another waiter's place short.
   redis.call('PEXPIRE', queue, queueMs)
   redis.call('PEXPIRE', alive, queueMs)
-  return {0, ttl, redis.call('ZRANK', queue, ticket), tonumber(newest or '0')}
+  return {0, ttl, redis.call('ZRANK', queue, ticket), newest}
 end
 
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
@@ -45,7 +46,8 @@ if cur[1] == false then
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
     if head and head ~= ticket then
-      return waitInLine(0, redis.call('HGET', fenceKey, 'last'))
+      -- Server time stands in for a fence key that was lost (see below).
+      return waitInLine(0, math.max(tonumber(redis.call('HGET', fenceKey, 'last') or '0'), nowUs))
     end
     redis.call('ZREM', queue, ticket)
     redis.call('ZREM', alive, ticket)
@@ -62,7 +64,7 @@ if cur[1] == false then
 end
 
 if cur[1] ~= owner then
-  return waitInLine(redis.call('PTTL', lock), cur[2])
+  return waitInLine(redis.call('PTTL', lock), tonumber(cur[2]))
 end
 
 -- A retried request (same requestId) must not count a second hold.

@@ -9,5 +9,5 @@ if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
 end
 local leaseMs = tonumber(ARGV[3])
 redis.call('PEXPIRE', lock, leaseMs)
-redis.call('PEXPIRE', fenceKey, tonumber(ARGV[4]))
+redis.call('PEXPIRE', fenceKey, ARGV[4])
 return {1, leaseMs}
