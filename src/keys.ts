@@ -50,3 +50,16 @@ export function toHex(bytes: Uint8Array): string {
   for (const b of bytes) hex += (b | 256).toString(16).slice(1);
   return hex;
 }
+
+// Web Crypto fills a pool at a time: one call per 64 tokens instead of one per token.
+let entropy = new Uint8Array(0);
+let drawn = 0;
+
+/** Owner tokens and request ids: 128 random bits from Web Crypto, as hex. */
+export function newToken(): string {
+  if (drawn >= entropy.length) {
+    entropy = crypto.getRandomValues(new Uint8Array(1024));
+    drawn = 0;
+  }
+  return toHex(entropy.subarray(drawn, (drawn += 16)));
+}

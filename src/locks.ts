@@ -1,7 +1,8 @@
-import { LockTimeoutError, LockUnavailableError } from "./errors.ts";
+import { RETRY_WINDOW_MS, attemptAcquire, leaseBackend } from "./attempt.ts";
+import { LockTimeoutError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
-import { checkName, lockKeys, toHex } from "./keys.ts";
-import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
+import { checkName, lockKeys, newToken } from "./keys.ts";
+import { Lease, driftMs } from "./lease.ts";
 import {
   acquireOptionsSchema, heldOwnerSchema, locksOptionsSchema, parseOptions, tryAcquireOptionsSchema,
   type AcquireOptions, type LocksConfig, type LocksOptions, type TryAcquireOptions,
@@ -10,9 +11,6 @@ import { integers, runScript } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 import { QUEUE_ALIVE_MS, type Busy } from "./wait.ts";
 import { pollWaiter, pushWaiter, wakeChannel } from "./wake.ts";
-
-/** How long a lock's fence record outlives the lease, so a late retry of release still finds it. */
-const RETRY_WINDOW_MS = 60_000;
 
 /** A lock's state as anyone may see it; the owner is never revealed. */
 export interface LockState {
@@ -43,19 +41,6 @@ export interface Locks {
   inspect(name: string): Promise<LockState>;
 }
 
-// Web Crypto fills a pool at a time: one call per 64 tokens instead of one per token.
-let entropy = new Uint8Array(0);
-let drawn = 0;
-
-/** Owner tokens and request ids: 128 random bits from Web Crypto, as hex. */
-function newToken(): string {
-  if (drawn >= entropy.length) {
-    entropy = crypto.getRandomValues(new Uint8Array(1024));
-    drawn = 0;
-  }
-  return toHex(entropy.subarray(drawn, (drawn += 16)));
-}
-
 /**
  * Creates a lock set over one Redis.
  *
@@ -84,7 +69,7 @@ export function createLocks(options: LocksOptions): Locks {
     // The same request id on every attempt: an attempt that landed unseen is not counted twice.
     const requestId = newToken();
     const deadline = performance.now() + waitMs;
-    // Only a caller that will wait takes a place in line; it doubles as the queue ticket.
+    // Only a caller that will wait takes a place in line.
     const queueMs = waitMs > 0 ? QUEUE_ALIVE_MS : 0;
     const push = opts.wake === "push";
     // A push waiter's ticket carries what release.lua needs to take the lock on its behalf.
@@ -105,11 +90,11 @@ export function createLocks(options: LocksOptions): Locks {
           return outcome;
         }
         const fence = await waiter.pause(tries, outcome, budgetMs, opts.signal);
-        // A handover minted after this attempt ran, so the lease lasts leaseMs from sentAt at least;
-        // one minted before it has lapsed already, or this attempt would have found the lock held.
-        const lease = fence && fence > (outcome.newestFence ?? fence) &&
+        // Handed over after this attempt (a fence minted before it has lapsed, or the attempt would
+        // have found the lock held), so it lasts leaseMs from sentAt at least; with too little of it
+        // left, the next attempt finds it held and learns its true TTL.
+        const lease = fence && fence > outcome.newestFence &&
           new Lease({ name, owner, fence, leaseMs, validUntil: sentAt + leaseMs - driftMs(leaseMs) }, backend);
-        // With too little of it left, the next attempt finds it held and learns its true TTL.
         if (lease && lease.remainingMs() >= leaseMs / 10) return await deliver(lease);
       }
     } catch (error) {
@@ -164,44 +149,6 @@ export function createLocks(options: LocksOptions): Locks {
   }
 
   return { acquire, tryAcquire, withLock, resume, inspect };
-}
-
-type Run = (script: scripts.LuaScript, name: string, args: string[], owner: string) => Promise<number[]>;
-
-function leaseBackend(run: Run, channel: (name: string) => string): LeaseBackend {
-  return {
-    newToken,
-    async heartbeat(lease, leaseMs) {
-      const args = [lease.owner, String(lease.fence), String(leaseMs), String(leaseMs + RETRY_WINDOW_MS)];
-      const [extended, ttl = 0] = await run(scripts.heartbeat, lease.name, args, lease.owner);
-      return extended === 1 ? ttl : null;
-    },
-    async release(lease, requestId): Promise<ReleaseOutcome> {
-      const args = [lease.owner, String(lease.fence), requestId, channel(lease.name)];
-      const [released] = await run(scripts.release, lease.name, args, lease.owner);
-      return released === 1 ? "released" : "expired";
-    },
-  };
-}
-
-function attemptAcquire(run: Run, backend: LeaseBackend) {
-  return async function attempt(name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Lease | Busy> {
-    const sentAt = performance.now();
-    const args = [owner, ticket, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS), String(queueMs)];
-    const [held, fenceOrTtl = 0, holdsOrPosition = -1, ttlOrNewestFence = 0] = await run(scripts.acquire, name, args, owner);
-    if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl), position: holdsOrPosition, newestFence: ttlOrNewestFence };
-    if (!Number.isSafeInteger(fenceOrTtl) || fenceOrTtl <= 0) {
-      throw new LockUnavailableError(`Redis returned an invalid fence for "${name}"; is the data under this prefix ours?`);
-    }
-    const validUntil = sentAt + ttlOrNewestFence - driftMs(leaseMs);
-    const lease = new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);
-    // A reply that took most of the lease to arrive is of no use: give it back.
-    if (lease.remainingMs() < leaseMs / 10) {
-      await lease.release().catch(() => undefined);
-      return { busyForMs: 0, position: -1 };
-    }
-    return lease;
-  };
 }
 
 async function keepUnlessAborted(lease: Lease, signal: AbortSignal | undefined): Promise<Lease> {

@@ -10,8 +10,6 @@ export interface Busy {
   busyForMs: number;
   /** 0 = next in line; -1 = not queued. */
   position: number;
-  /** When queued: the last fence minted before this attempt; a handover with a higher one came after it. */
-  newestFence?: number;
 }
 
 /**

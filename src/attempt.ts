@@ -1,0 +1,56 @@
+import { LockUnavailableError } from "./errors.ts";
+import { newToken } from "./keys.ts";
+import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
+import * as scripts from "./scripts.gen.ts";
+import type { Busy } from "./wait.ts";
+
+/** How long a lock's fence record outlives the lease, so a late retry of release still finds it. */
+export const RETRY_WINDOW_MS = 60_000;
+
+/** Runs a lock script on the keys of lock `name`, keeping `owner` out of any error message. */
+export type Run = (script: scripts.LuaScript, name: string, args: string[], owner: string) => Promise<number[]>;
+
+/** What a busy attempt learned, including what a handover after it is checked against. */
+export interface BusyAttempt extends Busy {
+  /** No lower than any fence minted before the attempt ran; a handover with a higher one came after it. */
+  readonly newestFence: number;
+}
+
+/** The Redis side of a lease: heartbeat and release, each one script. */
+export function leaseBackend(run: Run, channel: (name: string) => string): LeaseBackend {
+  return {
+    newToken,
+    async heartbeat(lease, leaseMs) {
+      const args = [lease.owner, String(lease.fence), String(leaseMs), String(leaseMs + RETRY_WINDOW_MS)];
+      const [extended, ttl = 0] = await run(scripts.heartbeat, lease.name, args, lease.owner);
+      return extended === 1 ? ttl : null;
+    },
+    async release(lease, requestId): Promise<ReleaseOutcome> {
+      const args = [lease.owner, String(lease.fence), requestId, channel(lease.name)];
+      const [released] = await run(scripts.release, lease.name, args, lease.owner);
+      return released === 1 ? "released" : "expired";
+    },
+  };
+}
+
+/** One attempt to take the lock: the lease, or what the busy lock looked like. */
+export function attemptAcquire(run: Run, backend: LeaseBackend) {
+  return async function attempt(name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Lease | BusyAttempt> {
+    const sentAt = performance.now();
+    const args = [owner, ticket, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS), String(queueMs)];
+    const [held, fenceOrTtl = 0, holdsOrPosition = -1, ttlOrNewestFence = 0] = await run(scripts.acquire, name, args, owner);
+    if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl), position: holdsOrPosition, newestFence: ttlOrNewestFence };
+    if (!Number.isSafeInteger(fenceOrTtl) || fenceOrTtl <= 0) {
+      throw new LockUnavailableError(`Redis returned an invalid fence for "${name}"; is the data under this prefix ours?`);
+    }
+    const validUntil = sentAt + ttlOrNewestFence - driftMs(leaseMs);
+    const lease = new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);
+    // A reply that took most of the lease to arrive is of no use: give it back. Any handover
+    // to this caller that a late message may still bring was minted no later than this fence.
+    if (lease.remainingMs() < leaseMs / 10) {
+      await lease.release().catch(() => undefined);
+      return { busyForMs: 0, position: -1, newestFence: fenceOrTtl };
+    }
+    return lease;
+  };
+}
