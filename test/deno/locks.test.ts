@@ -2,6 +2,8 @@
 import assert from "node:assert/strict";
 import { Redis } from "@upstash/redis";
 import { createLocks, LockLostError, LockTimeoutError, LockUnavailableError } from "../../src/index.ts";
+import { scriptSha1 } from "../../src/redis.ts";
+import * as scripts from "../../src/scripts.gen.ts";
 import { redisFromEnv, sleep, uniquePrefix } from "./support.ts";
 
 const newLocks = (label: string, options: { leaseMs?: number; waitMs?: number } = {}) =>
@@ -40,6 +42,32 @@ Deno.test("acquire: waits for a release, and times out with LockTimeoutError whi
   assert.ok(waiter.fence > holder.fence);
   assert.equal(holder.signal.aborted, true, "the released lease's signal has aborted");
   await waiter.release();
+});
+
+Deno.test("push: a release hands the lock straight to a waiter listening over server-sent events", async () => {
+  const locks = newLocks("push", { leaseMs: 10_000 });
+  const holder = await locks.acquire("job");
+  const acquireSha1 = await scriptSha1(scripts.acquire);
+  let attempts = 0;
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = (input, init) => {
+    if (String(init?.body).includes(acquireSha1)) attempts++;
+    return realFetch(input, init);
+  };
+  try {
+    setTimeout(() => void holder.release(), 300);
+    const waiter = await locks.acquire("job", { waitMs: 8_000, wake: "push" });
+    // The first attempt and the one after the stream confirmed; none after the release.
+    assert.equal(attempts, 2);
+    assert.ok(waiter.fence > holder.fence);
+    const state = await locks.inspect("job");
+    assert.equal(state.held, true);
+    assert.equal(state.fence, waiter.fence);
+    assert.equal(state.holds, 1);
+    assert.equal(await waiter.release(), "released");
+  } finally {
+    globalThis.fetch = realFetch;
+  }
 });
 
 Deno.test("fences rise with every new holder and are safe integers", async () => {

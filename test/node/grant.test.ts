@@ -32,6 +32,26 @@ async function until(check: () => Promise<boolean>, withinMs: number) {
   }
 }
 
+/** A push waiter's client that counts its acquire attempts and holds its messages back until told. */
+async function lateMessages() {
+  const real = upstash();
+  const acquireSha1 = await scriptSha1(scripts.acquire);
+  const attempts = { n: 0 };
+  const heldBack: (() => void)[] = [];
+  const client: RedisClient = {
+    evalsha: (sha, keys, args) => ((attempts.n += sha === acquireSha1 ? 1 : 0), real.evalsha(sha, keys, args)),
+    eval: (text, keys, args) => real.eval(text, keys, args),
+    subscribe(channel): WakeSubscriber {
+      const subscriber = real.subscribe(channel);
+      return {
+        on: (type, listener) => subscriber.on(type, type === "message" ? (event) => heldBack.push(() => listener(event)) : listener),
+        unsubscribe: () => subscriber.unsubscribe(),
+      };
+    },
+  };
+  return { client, attempts, heldBack };
+}
+
 describe("release hands the lock to the push waiter first in line", () => {
   it("needs no request from the waiter: the release takes the lock for it", async () => {
     const prefix = uniquePrefix("grant");
@@ -121,27 +141,13 @@ describe("release hands the lock to the push waiter first in line", () => {
   it("never takes a handover that lapsed before its last attempt, however late the message", async () => {
     const prefix = uniquePrefix("grant-late");
     const holder = await lockSet(prefix).acquire("gate");
-    const real = upstash();
-    const acquireSha1 = await scriptSha1(scripts.acquire);
-    const attempts = { n: 0 };
-    const heldBack: (() => void)[] = [];
-    const slowStream: RedisClient = {
-      evalsha: (sha, keys, args) => ((attempts.n += sha === acquireSha1 ? 1 : 0), real.evalsha(sha, keys, args)),
-      eval: (text, keys, args) => real.eval(text, keys, args),
-      subscribe(channel): WakeSubscriber {
-        const subscriber = real.subscribe(channel);
-        return {
-          on: (type, listener) => subscriber.on(type, type === "message" ? (event) => heldBack.push(() => listener(event)) : listener),
-          unsubscribe: () => subscriber.unsubscribe(),
-        };
-      },
-    };
-    const waiting = createLocks({ redis: slowStream, prefix }).acquire("gate", { waitMs: 15_000, wake: "push" });
+    const { client, attempts, heldBack } = await lateMessages();
+    const waiting = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 15_000, wake: "push" });
     await until(async () => attempts.n === 2, 3_000); // the attempt after the stream confirmed
     await holder.release(); // handed to the waiter; the message is held back
     await until(async () => heldBack.length === 1, 3_000);
     // The handover lapses (as if the waiter's isolate froze) and someone else takes the lock.
-    await real.del(lockKeys(prefix, "gate").lock);
+    await upstash().del(lockKeys(prefix, "gate").lock);
     const other = await lockSet(prefix).acquire("gate");
     await until(async () => attempts.n === 3, 3_000); // the waiter looks again: busy
     heldBack.splice(0).forEach((deliver) => deliver());
@@ -152,6 +158,23 @@ describe("release hands the lock to the push waiter first in line", () => {
     expect(lease.fence).toBeGreaterThan(other.fence);
     expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: true, fence: lease.fence });
     await lease.release();
+  });
+
+  it("gives back a handover its waiter never saw when the wait is aborted", async () => {
+    const prefix = uniquePrefix("grant-abort");
+    const holder = await lockSet(prefix).acquire("gate");
+    const { client, attempts, heldBack } = await lateMessages();
+    const controller = new AbortController();
+    const waiting = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 15_000, wake: "push", signal: controller.signal });
+    await until(async () => attempts.n === 2, 3_000);
+    await holder.release();
+    await until(async () => heldBack.length === 1, 3_000);
+    expect((await lockSet(prefix).inspect("gate")).held).toBe(true); // handed over, unseen
+    controller.abort(new Error("client went away"));
+    await expect(waiting).rejects.toThrow("client went away");
+    // At once, not when the 10 s lease would have lapsed.
+    await until(async () => !(await lockSet(prefix).inspect("gate")).held, 2_000);
+    expect(await lockSet(prefix).tryAcquire("gate")).not.toBeNull();
   });
 
   it.each([
