@@ -54,8 +54,9 @@ describe("push wake-ups", () => {
       return createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
     });
     expect(lease.fence).toBeGreaterThan(holder.fence);
-    // attempt, subscribe stream, attempt after confirmation, release, attempt after the message:
-    // polling would have made about ten attempts in 1.5 s.
+    // attempt, subscribe stream, attempt after confirmation, one attempt a second to keep its
+    // place, and the release, which hands the lock over (EVALSHA, and EVAL if its script is not
+    // loaded yet): polling would make about ten in 1.5 s.
     expect(requests.n).toBeLessThanOrEqual(6);
     expect(seen).toEqual({ subscribed: 1, unsubscribed: 1 });
     await lease.release();
