@@ -6,14 +6,15 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const generatedPath = `${root}src/scripts.gen.ts`;
 
-// Comments, blank lines, indentation, spaces around punctuation and long local names stay
+// Comments, line breaks, indentation, spaces around punctuation and long local names stay
 // in lua/ for readers but are not shipped: the text is part of every worker bundle and
-// every cold EVAL. Strings ('single-quoted', never multi-line) are left alone.
+// every cold EVAL. `redis.call` is called through a local. Strings ('single-quoted', never
+// multi-line) are left alone.
 export function minifyLua(source: string): string {
-  const tightened = source
-    .split("\n")
-    .map((line) => line.trim())
-    .filter((line) => line !== "" && !line.startsWith("--"))
+  const lines = source.split("\n").map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("--"));
+  // Lua refuses such a line as ambiguous; joined to the line before, it would call its value.
+  if (lines.some((line) => line.startsWith("("))) throw new Error("lua/: do not start a line with (");
+  const tightened = lines
     .map((line) => line.split(/('[^']*')/).map((part, i) => (i % 2 ? part : tighten(part, i > 0))).join(""))
     .join(" ");
   if (tightened.includes('"')) throw new Error("lua/: quote strings with ' so the minifier can see them");

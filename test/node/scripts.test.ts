@@ -43,9 +43,10 @@ describe("minifyLua", () => {
     ].join(" "));
   });
 
-  it("refuses a comment after code, which would swallow the rest of the joined script", () => {
+  it("refuses what would change meaning once lines are joined: a comment after code, a line opening with (", () => {
     expect(() => minifyLua("local a = 1 -- one\nreturn a")).toThrow(/comments on lines of their own/);
     expect(minifyLua("return '--'")).toBe("local a=redis.call return '--'");
+    expect(() => minifyLua("local f = g\n(f)()")).toThrow(/do not start a line with \(/);
   });
 
   it("runs the renamed script the same as the source on the real server", async () => {
