@@ -59,7 +59,10 @@ export const acquireOptionsSchema = z.strictObject({
   /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
   owner: z.optional(ownerToken),
   signal: z.optional(z.custom<AbortSignal>((v) => v instanceof AbortSignal, "expected an AbortSignal")),
-  /** "push" waits on a SUBSCRIBE stream for the holder's release; "poll" (default) backs off. */
+  /**
+   * "push" waits on a SUBSCRIBE stream, and the holder's release hands the lock straight to the
+   * first push waiter in line; "poll" (default) backs off and looks again.
+   */
   wake: z.optional(z.enum(["poll", "push"], 'expected "poll" or "push"')),
 }, "expected an options object");
 
