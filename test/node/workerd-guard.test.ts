@@ -61,6 +61,21 @@ describe("lockGuard in workerd", () => {
   });
 });
 
+describe("push wake-ups in workerd", () => {
+  it("hands the lock to a waiter on a server-sent-events stream, with no attempt after the release", async () => {
+    const holder = post("/jobs/d1?holdMs=600");
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const pushed = await post("/push/d1");
+    expect(pushed.status).toBe(200);
+    const h = (await (await holder).json()) as { fence: number };
+    const p = (await pushed.json()) as { fence: number; attempts: number; state: { held: boolean; fence: number; holds: number } };
+    expect(p.fence).toBeGreaterThan(h.fence);
+    // The first attempt and the one after the stream confirmed; the next would be a second later.
+    expect(p.attempts).toBe(2);
+    expect(p.state).toMatchObject({ held: true, fence: p.fence, holds: 1 });
+  });
+});
+
 describe("guardFetch in workerd", () => {
   it("releases after a throwing handler (in the background via waitUntil)", async () => {
     expect((await worker.fetch("/plain/c1", { method: "DELETE" })).status).toBe(500);

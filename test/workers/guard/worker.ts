@@ -1,7 +1,9 @@
 // Runs inside workerd (Miniflare): lockGuard and guardFetch against real Redis via the local server.
 import { Redis } from "@upstash/redis/cloudflare";
 import { Hono } from "hono";
-import { createLocks, type Locks } from "../../../src/index.ts";
+import { createLocks, type Locks, type RedisClient } from "../../../src/index.ts";
+import { scriptSha1 } from "../../../src/redis.ts";
+import * as scripts from "../../../src/scripts.gen.ts";
 import { lockGuard, type LockVariables } from "../../../src/hono.ts";
 import { guardFetch, type WaitUntil } from "../../../src/worker.ts";
 
@@ -35,6 +37,24 @@ app.post("/jobs/:id/heartbeat", guard(), async (c) => {
   await sleep(200);
   await lease.heartbeat();
   return c.json({ remainingMs: lease.remainingMs(), aborted: lease.signal.aborted });
+});
+// A push waiter inside workerd: SUBSCRIBE over server-sent events, and the holder's release
+// hands it the lock. Its acquire attempts are counted to show that none follows the release.
+app.post("/push/:id", async (c) => {
+  const redis = new Redis({ url: c.env.UPSTASH_REDIS_REST_URL, token: c.env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false });
+  const acquireSha1 = await scriptSha1(scripts.acquire);
+  let attempts = 0;
+  const counted: RedisClient = {
+    evalsha: (sha, keys, args) => ((attempts += sha === acquireSha1 ? 1 : 0), redis.evalsha(sha, keys, args)),
+    eval: (text, keys, args) => redis.eval(text, keys, args),
+    subscribe: (channel) => redis.subscribe(channel),
+  };
+  const locks = createLocks({ redis: counted, prefix: c.env.PREFIX, leaseMs: 5_000 });
+  const name = `job:${c.req.param("id")}`;
+  const lease = await locks.acquire(name, { waitMs: 5_000, wake: "push" });
+  const state = await locks.inspect(name);
+  await lease.release();
+  return c.json({ fence: lease.fence, attempts, state });
 });
 app.get("/jobs/:id", async (c) => c.json(await locksFor(c.env).inspect(`job:${c.req.param("id")}`)));
 app.onError((error, c) => c.json({ error: error.message }, 500));
