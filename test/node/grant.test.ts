@@ -6,6 +6,7 @@ import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
 import { pushWaiter } from "../../src/wake.ts";
 import { droppingResponses, sendingTwice, withFetch } from "../support/fetch-wrappers.ts";
+import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
 const OWNER = "a".repeat(32);
@@ -23,14 +24,6 @@ async function queue(prefix: string, ticket: string, { queueMs = 2_000 } = {}) {
   expect(held).toBe(0);
 }
 const pushTicket = (id: string) => `${id.padStart(32, "0")}.${OWNER}.10000.70000`;
-
-async function until(check: () => Promise<boolean>, withinMs: number) {
-  const started = performance.now();
-  while (!(await check())) {
-    if (performance.now() - started > withinMs) throw new Error(`condition not met within ${withinMs} ms`);
-    await sleep(20);
-  }
-}
 
 /** A push waiter's client that counts its acquire attempts and holds its messages back until told. */
 async function lateMessages() {

@@ -3,18 +3,10 @@ import { createLocks, type Lease } from "../../src/index.ts";
 import { lockKeys } from "../../src/keys.ts";
 import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
+import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
 const lockSet = (prefix: string) => createLocks({ redis: upstash(), prefix });
-
-async function until(check: () => Promise<boolean>, withinMs: number): Promise<number> {
-  const started = performance.now();
-  while (performance.now() - started < withinMs) {
-    if (await check()) return performance.now() - started;
-    await sleep(20);
-  }
-  throw new Error(`condition not met within ${withinMs} ms`);
-}
 
 describe.each(["poll", "push"] as const)("waiting in line (%s)", (wake) => {
   it("hands the lock to waiters in the order they arrived", async () => {
