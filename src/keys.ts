@@ -42,6 +42,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   return { lock: `${tag}:lock`, fence: `${tag}:fence`, queue: `${tag}:queue`, alive: `${tag}:alive` };
 }
 
+/** One shared encoder: lock names for wake channels, script texts for their SHA-1. */
 export const utf8 = new TextEncoder();
 
 /** Lowercase hex of some bytes: owner tokens, request ids, wake channels. */

@@ -113,19 +113,17 @@ describe("release hands the lock to the push waiter first in line", () => {
 
   it("gives a waiter that missed the message the same lease on its next attempt", async () => {
     const prefix = uniquePrefix("grant-lost");
-    const holder = await lockSet(prefix).acquire("gate", { leaseMs: 1_000 });
-    const real = upstash();
-    const deaf: RedisClient = {
-      evalsha: (sha, keys, args) => real.evalsha(sha, keys, args),
-      eval: (text, keys, args) => real.eval(text, keys, args),
-      subscribe(channel): WakeSubscriber {
-        const subscriber = real.subscribe(channel);
-        return { on: (type, listener) => type !== "message" && subscriber.on(type, listener), unsubscribe: () => subscriber.unsubscribe() };
-      },
-    };
-    setTimeout(() => void holder.release(), 100);
-    const lease = await createLocks({ redis: deaf, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
-    // One hold and one fence: the attempt found the lock already taken for it.
+    const holder = await lockSet(prefix).acquire("gate");
+    const { client, attempts, heldBack } = await lateMessages(); // its messages never arrive
+    const waiting = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    await until(async () => attempts.n === 2, 3_000);
+    await holder.release();
+    await until(async () => heldBack.length === 1, 3_000);
+    const handed = await lockSet(prefix).inspect("gate");
+    const lease = await waiting; // its next attempt, within a second
+    expect(attempts.n).toBe(3);
+    // The same fence and one hold: the attempt found the lock already taken for it.
+    expect(lease.fence).toBe(handed.fence);
     expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
     expect(await lease.release()).toBe("released");
     expect((await lockSet(prefix).inspect("gate")).held).toBe(false);
