@@ -2,7 +2,7 @@
 -- waiter when that waiter listens for push wake-ups: it learns from the message that it
 -- holds the lock, which saves the request it would otherwise send to take it.
 -- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset, KEYS[4] alive zset
--- ARGV owner, fence, requestId, wake channel
+-- ARGV owner, fence, requestId
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
 -- the lease had already expired or changed hands.
 local lock, fenceKey, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -46,8 +46,10 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('PEXPIRE', fenceKey, heirFenceTtlMs)
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
+      -- The channel is the SHA-1 of the lock key (pushWaiter in src/wake.ts): 40 characters that
+      -- are safe in a URL path and an event line, worked out here rather than on every release.
       -- 'ticket:fence': the colon keeps a client's JSON parsing from making it a number.
-      redis.call('PUBLISH', ARGV[4], ticket .. ':' .. heirFence)
+      redis.call('PUBLISH', redis.sha1hex(lock), ticket .. ':' .. heirFence)
     end
   end
   return {1, 0}

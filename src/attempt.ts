@@ -17,7 +17,7 @@ export interface BusyAttempt extends Busy {
 }
 
 /** The Redis side of a lease: heartbeat and release, each one script. */
-export function leaseBackend(run: Run, channel: (name: string) => string): LeaseBackend {
+export function leaseBackend(run: Run): LeaseBackend {
   return {
     newToken,
     async heartbeat(lease, leaseMs) {
@@ -26,7 +26,7 @@ export function leaseBackend(run: Run, channel: (name: string) => string): Lease
       return extended === 1 ? ttl : null;
     },
     async release(lease, requestId): Promise<ReleaseOutcome> {
-      const args = [lease.owner, String(lease.fence), requestId, channel(lease.name)];
+      const args = [lease.owner, String(lease.fence), requestId];
       const [released] = await run(scripts.release, lease.name, args, lease.owner);
       return released === 1 ? "released" : "expired";
     },

@@ -42,8 +42,10 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   return { lock: `${tag}:lock`, fence: `${tag}:fence`, queue: `${tag}:queue`, alive: `${tag}:alive` };
 }
 
-/** One shared encoder: lock names for wake channels, script texts for their SHA-1. */
-export const utf8 = new TextEncoder();
+/** Lowercase hex SHA-1 of a text's UTF-8 bytes, as EVALSHA and Lua's redis.sha1hex name it. */
+export async function sha1Hex(text: string): Promise<string> {
+  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text))));
+}
 
 /** Lowercase hex of some bytes: owner tokens, request ids, wake channels. */
 export function toHex(bytes: Uint8Array): string {
@@ -52,15 +54,16 @@ export function toHex(bytes: Uint8Array): string {
   return hex;
 }
 
-// Web Crypto fills a pool at a time: one call per 64 tokens instead of one per token.
-let entropy = new Uint8Array(0);
+// Web Crypto fills a pool at a time, turned into hex at once: each token is then one slice,
+// which matters on a path that mints three tokens per acquire and release.
+let pool = "";
 let drawn = 0;
 
 /** Owner tokens and request ids: 128 random bits from Web Crypto, as hex. */
 export function newToken(): string {
-  if (drawn >= entropy.length) {
-    entropy = crypto.getRandomValues(new Uint8Array(1024));
+  if (drawn >= pool.length) {
+    pool = toHex(crypto.getRandomValues(new Uint8Array(1024)));
     drawn = 0;
   }
-  return toHex(entropy.subarray(drawn, (drawn += 16)));
+  return pool.slice(drawn, (drawn += 32));
 }

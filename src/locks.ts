@@ -10,7 +10,7 @@ import {
 import { integers, runScript } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 import { QUEUE_ALIVE_MS, type Busy } from "./wait.ts";
-import { pollWaiter, pushWaiter, wakeChannel } from "./wake.ts";
+import { pollWaiter, pushWaiter } from "./wake.ts";
 
 /** A lock's state as anyone may see it; the owner is never revealed. */
 export interface LockState {
@@ -60,7 +60,7 @@ export function createLocks(options: LocksOptions): Locks {
     });
     return integers(reply, script);
   };
-  const backend = leaseBackend(run, (name) => wakeChannel(config.prefix, name));
+  const backend = leaseBackend(run);
   const attempt = attemptAcquire(run, backend);
 
   async function acquireWithin(name: string, opts: AcquireOptions, waitMs: number): Promise<Lease | Busy> {
@@ -74,7 +74,7 @@ export function createLocks(options: LocksOptions): Locks {
     const push = opts.wake === "push";
     // A push waiter's ticket carries what release.lua needs to take the lock on its behalf.
     const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}` : requestId;
-    const waiter = push ? pushWaiter(config.redis, wakeChannel(config.prefix, name), requestId) : pollWaiter;
+    const waiter = push ? pushWaiter(config.redis, lockKeys(config.prefix, name).lock, requestId) : pollWaiter;
     let queued = false;
     const deliver = (lease: Lease) => ((queued = false), keepUnlessAborted(lease, opts.signal));
     try {

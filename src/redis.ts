@@ -1,5 +1,5 @@
 import { LockUnavailableError } from "./errors.ts";
-import { toHex, utf8 } from "./keys.ts";
+import { sha1Hex } from "./keys.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
 /**
@@ -38,7 +38,7 @@ const digests = new Map<LuaScript, Promise<string>>();
 export function scriptSha1(script: LuaScript): Promise<string> {
   let digest = digests.get(script);
   if (!digest) {
-    digest = crypto.subtle.digest("SHA-1", utf8.encode(script.text)).then((hash) => toHex(new Uint8Array(hash)));
+    digest = sha1Hex(script.text);
     digests.set(script, digest);
   }
   return digest;

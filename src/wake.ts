@@ -1,4 +1,4 @@
-import { toHex, utf8 } from "./keys.ts";
+import { sha1Hex } from "./keys.ts";
 import type { RedisClient, WakeSubscriber } from "./redis.ts";
 import { QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./wait.ts";
 
@@ -15,11 +15,6 @@ export const pollWaiter: Waiter = {
   close: async () => undefined,
 };
 
-/** The channel a lock's final release publishes on; hex keeps any name safe in a URL path. */
-export function wakeChannel(prefix: string, name: string): string {
-  return `${prefix}:wake:${toHex(utf8.encode(name))}`;
-}
-
 /**
  * Push wake-ups over SUBSCRIBE (server-sent events on Upstash). The stream opens after the
  * first busy attempt and the next attempt waits for its confirmation, so a release between
@@ -29,12 +24,14 @@ export function wakeChannel(prefix: string, name: string): string {
  * when the holder's TTL runs out, and at least every second to keep its place in line, so a
  * lost message or an expiry (which publishes nothing) costs little.
  */
-export function pushWaiter(redis: RedisClient, channel: string, ticket: string): Waiter {
+export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string): Waiter {
   let stream: WakeStream | undefined;
   return {
     async pause(tries, busy, budgetMs, signal) {
       if (!stream) {
-        stream = openStream(redis, channel, ticket);
+        // release.lua publishes on the SHA-1 of the lock key: safe in a URL path and in the
+        // comma-separated lines of the event stream, whatever the lock's name.
+        stream = openStream(redis, await sha1Hex(lockKey), ticket);
         if (await stream.ready(budgetMs, signal)) return;
       }
       if (!stream.live) return pollWaiter.pause(tries, busy, budgetMs, signal);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createLocks, type RedisClient } from "../../src/index.ts";
+import { lockKeys, sha1Hex } from "../../src/keys.ts";
 import type { WakeSubscriber } from "../../src/redis.ts";
 import { sleep } from "../../src/wait.ts";
-import { wakeChannel } from "../../src/wake.ts";
 import { counting, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
@@ -116,8 +116,12 @@ describe("push wake-ups", () => {
     await lease.release();
   });
 
-  it("names channels safely for a URL path", () => {
-    expect(wakeChannel("app", "order:{42}/%7B ü")).toMatch(/^app:wake:[0-9a-f]+$/);
-    expect(wakeChannel("app", "a")).not.toBe(wakeChannel("app", "b"));
+  it("listens on the channel release.lua publishes on, safe in a URL path whatever the name", async () => {
+    // A push waiter subscribes to sha1Hex(lock key); release.lua publishes on redis.sha1hex(lock key).
+    const key = lockKeys("app", "order:{42}/%7B ü,x?#").lock;
+    const channel = await sha1Hex(key);
+    expect(channel).toMatch(/^[0-9a-f]{40}$/);
+    expect(await upstash().eval("return redis.sha1hex(KEYS[1])", [key], [])).toBe(channel);
+    expect(await sha1Hex(lockKeys("app", "a").lock)).not.toBe(await sha1Hex(lockKeys("other", "a").lock));
   });
 });
