@@ -15,7 +15,7 @@ export function renderMarkdown(results: BenchResults): string {
     "",
     method(results),
     "",
-    `## 1. Uncontended acquire + release (${uncontended.durationMs / 1000} s per library and cell, in ${uncontended.rounds} rounds of rotating order)`,
+    `## 1. Uncontended acquire + release (${uncontended.durationMs / 1000} s per library and cell, in ${uncontended.rounds} rounds of rotating order; sequential rounds take turns of one cycle per library, in random order)`,
     "",
     uncontendedSection(results.uncontended),
     "",

@@ -35,13 +35,16 @@ export async function warmUp(clients: readonly Client[], rounds = 3): Promise<vo
   await Promise.all(
     clients.map((client) =>
       asClient(client, async () => {
-        for (let round = 0; round < rounds; round++) {
-          const handle = await client.adapter.acquire(`warm:${client.index}`);
-          await client.adapter.release(handle);
-        }
+        for (let round = 0; round < rounds; round++) await oneCycle(client, `warm:${client.index}`);
       }),
     ),
   );
+}
+
+/** One acquire + release on `name`. */
+export async function oneCycle(client: Client, name: string): Promise<void> {
+  const handle = await client.adapter.acquire(name);
+  await client.adapter.release(handle);
 }
 
 /** connect, warm up, run, and always close. */

@@ -3,8 +3,9 @@ import { commandDelta, totalCommands, type CommandCounts, type RedisStats } from
 import { allRequests } from "../harness/requests.ts";
 import { round } from "../harness/stats.ts";
 import { now, progress } from "../harness/timing.ts";
-import { asClient, closeClients, connectClients, warmUp, withClients, type Client } from "./clients.ts";
+import { asClient, closeClients, connectClients, oneCycle, warmUp, withClients, type Client } from "./clients.ts";
 import { measurePerCall, type PerCall } from "./per-call.ts";
+import { countCommands, turnByTurn } from "./turns.ts";
 
 export interface Throughput {
   clients: number;
@@ -32,7 +33,10 @@ export interface UncontendedRow {
 export interface UncontendedPlan {
   /** Untimed cycles per library first, so every library runs with a warm JIT and open connections. */
   warmMs: number;
-  /** Measured time per library and cell, split into `rounds` interleaved rounds (A B C, B C A, C A B ...). */
+  /**
+   * Measured time per library and cell, split into `rounds`. In a sequential round the libraries
+   * take turns cycle by cycle; concurrent rounds go library by library (A B C, B C A, C A B ...).
+   */
   durationMs: number;
   rounds: number;
   concurrency: number;
@@ -53,7 +57,7 @@ export async function runUncontended(libraries: Library[], plan: UncontendedPlan
   return rows;
 }
 
-interface Tally {
+export interface Tally {
   ops: number;
   ms: number;
   requests: number;
@@ -72,12 +76,17 @@ async function cell(libraries: Library[], count: number, plan: UncontendedPlan, 
       await cycleAll(clients, plan.warmMs);
     }
     for (let round = 0; round < plan.rounds; round++) {
+      if (count === 1) {
+        await turnByTurn(groups, plan.durationMs / plan.rounds, tallies);
+        continue;
+      }
       for (const i of rotated(groups.length, round)) {
         // Garbage one library left behind must not be collected on the next one's time.
         collectGarbage();
         await measureRound(groups[i] ?? [], plan.durationMs / plan.rounds, stats, tallies[i]);
       }
     }
+    if (count === 1) await countCommands(groups, stats, tallies);
     return tallies.map((tally) => throughput(count, tally));
   } finally {
     await Promise.all(groups.map(closeClients));
@@ -141,8 +150,7 @@ async function cycleUntil(client: Client, end: number): Promise<number> {
   let ops = 0;
   const name = `uncontended:${client.index}`;
   while (now() < end) {
-    const handle = await client.adapter.acquire(name);
-    await client.adapter.release(handle);
+    await oneCycle(client, name);
     ops += 1;
   }
   return ops;

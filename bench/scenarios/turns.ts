@@ -1,0 +1,63 @@
+// Sequential uncontended rounds: the libraries take turns cycle by cycle, one client each.
+import { commandDelta, type RedisStats } from "../harness/commandstats.ts";
+import { allRequests } from "../harness/requests.ts";
+import { round } from "../harness/stats.ts";
+import { now } from "../harness/timing.ts";
+import { asClient, oneCycle, type Client } from "./clients.ts";
+import type { Tally } from "./uncontended.ts";
+
+/**
+ * One sequential round: the libraries take turns of one cycle each, in a new random order every
+ * turn, so a slow spell of this shared machine (milliseconds to seconds) lands on all of them
+ * alike rather than deciding a ratio, and no library always follows the same one. Each cycle
+ * starts cold, after another library's, as in an application that does other work between locks.
+ */
+export async function turnByTurn(groups: Client[][], msEach: number, tallies: Tally[]): Promise<void> {
+  const spent = groups.map(() => 0);
+  const ops = groups.map(() => 0);
+  const end = now() + msEach * groups.length;
+  while (now() < end) {
+    for (const i of shuffled(groups.length)) {
+      const client = groups[i]?.[0];
+      const tally = tallies[i];
+      if (!client || !tally) continue;
+      const requestsBefore = allRequests.requests;
+      const start = now();
+      await asClient(client, () => oneCycle(client, `uncontended:${client.index}`));
+      ops[i] = (ops[i] ?? 0) + 1;
+      spent[i] = (spent[i] ?? 0) + now() - start;
+      tally.requests += allRequests.requests - requestsBefore;
+    }
+  }
+  tallies.forEach((tally, i) => {
+    tally.ops += ops[i] ?? 0;
+    tally.ms += spent[i] ?? 0;
+    tally.rounds.push(round(((ops[i] ?? 0) * 1000) / (spent[i] || 1), 1));
+  });
+}
+
+/** Redis commands per cycle, which turn-by-turn rounds cannot tell apart: a counted run per library. */
+const COUNTED_CYCLES = 50;
+
+export async function countCommands(groups: Client[][], stats: RedisStats, tallies: Tally[], cycles = COUNTED_CYCLES): Promise<void> {
+  for (const [i, clients] of groups.entries()) {
+    const client = clients[0];
+    const tally = tallies[i];
+    if (!client || !tally) continue;
+    const before = await stats.commands();
+    for (let n = 0; n < cycles; n++) await oneCycle(client, `uncontended:${client.index}`);
+    // Scaled to the measured cycles, so that commandsPerOp divides out the same way.
+    for (const [name, count] of Object.entries(commandDelta(before, await stats.commands()))) {
+      tally.commands[name] = (tally.commands[name] ?? 0) + (count * tally.ops) / cycles;
+    }
+  }
+}
+
+function shuffled(count: number): number[] {
+  const order = Array.from({ length: count }, (_, i) => i);
+  for (let i = count - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [order[i], order[j]] = [order[j] ?? 0, order[i] ?? 0];
+  }
+  return order;
+}
