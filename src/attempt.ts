@@ -44,13 +44,14 @@ export function attemptAcquire(run: Run, backend: LeaseBackend) {
       throw new LockUnavailableError(`Redis returned an invalid fence for "${name}"; is the data under this prefix ours?`);
     }
     const validUntil = sentAt + ttlOrNewestFence - driftMs(leaseMs);
-    const lease = new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);
-    // A reply that took most of the lease to arrive is of no use: give it back. Any handover
-    // to this caller that a late message may still bring was minted no later than this fence.
-    if (lease.remainingMs() < leaseMs / 10) {
-      await lease.release().catch(() => undefined);
+    // A reply that took most of the lease to arrive is of no use: give back the hold this call
+    // took, by its ticket, so that the next attempt (same ticket) takes one again rather than
+    // finding it and counting none. Any handover to this caller that a late message may still
+    // bring was minted no later than this fence.
+    if (validUntil - performance.now() < leaseMs / 10) {
+      await run(scripts.leave, name, [ticket], owner).catch(() => undefined);
       return { busyForMs: 0, position: -1, newestFence: fenceOrTtl };
     }
-    return lease;
+    return new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);
   };
 }

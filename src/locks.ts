@@ -75,15 +75,19 @@ export function createLocks(options: LocksOptions): Locks {
     // A push waiter's ticket carries what release.lua needs to take the lock on its behalf.
     const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}` : requestId;
     const waiter = push ? pushWaiter(config.redis, lockKeys(config.prefix, name).lock, requestId) : pollWaiter;
+    // True while Redis may hold a place in line for this call, or a hold it has not received.
     let queued = false;
     const deliver = (lease: Lease) => ((queued = false), keepUnlessAborted(lease, opts.signal));
     try {
       for (let tries = 0; ; tries++) {
         opts.signal?.throwIfAborted();
         const sentAt = performance.now();
+        // Until its reply arrives, an attempt may have done either.
+        const wasQueued: boolean = queued;
+        queued = true;
         const outcome = await attempt(name, owner, ticket, leaseMs, queueMs);
         if (outcome instanceof Lease) return await deliver(outcome);
-        queued ||= outcome.position >= 0;
+        queued = wasQueued || outcome.position >= 0;
         const budgetMs = deadline - performance.now();
         if (budgetMs <= 0) {
           if (queued) leaveQueue(name, ticket);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createLocks, LockLostError } from "../../src/index.ts";
 import { driftMs } from "../../src/lease.ts";
 import { sleep } from "../../src/wait.ts";
-import { withFetch } from "../support/fetch-wrappers.ts";
+import { delayingFirstResponse, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
 /** Holds every response back for `ms`, as a slow network would. */
@@ -29,6 +29,18 @@ describe("validity on the client", () => {
     const lease = await withFetch(delayingResponses(380), () => locks.tryAcquire("job"));
     expect(lease).toBeNull();
     expect((await locks.inspect("job")).held).toBe(false);
+  });
+
+  it("gives back a reentrant hold whose reply came too late, so the retry counts it again", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("late-join"), leaseMs: 400 });
+    const outer = await locks.acquire("job");
+    // The join's reply takes 380 of its 400 ms: it is given back, and the next attempt joins anew.
+    const inner = await withFetch(delayingFirstResponse(380), () => locks.acquire("job", { owner: outer.owner, waitMs: 1_000 }));
+    expect(await locks.inspect("job")).toMatchObject({ held: true, holds: 2 });
+    expect(await inner.release()).toBe("released");
+    // The outer hold is still there: the inner lease never stood for it.
+    expect(await locks.inspect("job")).toMatchObject({ held: true, holds: 1 });
+    expect(await outer.release()).toBe("released");
   });
 
   it("aborts the signal when the lease lapses without a heartbeat", async () => {

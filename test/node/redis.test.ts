@@ -3,7 +3,9 @@ import type { AddressInfo } from "node:net";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLocks, LockTimeoutError, LockUnavailableError } from "../../src/index.ts";
-import { uniquePrefix } from "../support/upstash.ts";
+import { delayingFirstResponse, withFetch } from "../support/fetch-wrappers.ts";
+import { until } from "../support/until.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
 
 /** A server that accepts requests and never answers: a Redis endpoint that hangs. */
 let silent: Server;
@@ -53,6 +55,18 @@ describe("a Redis that is down or slow", () => {
     expect(error.message).toMatch(/did not answer acquire within 1000 ms/);
     expect(ms).toBeGreaterThanOrEqual(950);
     expect(ms).toBeLessThan(3_000);
+  });
+
+  it("gives back a lock taken by an attempt whose reply came after timeoutMs", async () => {
+    const prefix = uniquePrefix("late-reply");
+    const locks = createLocks({ redis: upstash(), prefix, timeoutMs: 200 });
+    await (await locks.tryAcquire("warm"))?.release(); // the script is loaded: one request applies it
+    // Redis applies the attempt at once; its reply arrives after the caller gave up on it.
+    const { error } = await failure(withFetch(delayingFirstResponse(600), () => locks.tryAcquire("job")));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    // Not held for the 10 s lease by a caller that never got it.
+    await until(async () => !(await locks.inspect("job")).held, 2_000);
+    expect((await locks.tryAcquire("job"))?.fence).toBeGreaterThan(0);
   });
 
   it("says the token was refused, without leaking the owner token", async () => {

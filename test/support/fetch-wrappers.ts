@@ -44,3 +44,16 @@ export function droppingResponses(times: number) {
     throw new TypeError("fetch failed: connection reset after the request was sent");
   };
 }
+
+/** Holds the first response back for `ms` (the request is applied at once), as one slow reply would. */
+export function delayingFirstResponse(ms: number) {
+  let delayed = false;
+  return (real: Fetch): Fetch => async (input, init) => {
+    const response = await real(input, init);
+    if (!delayed) {
+      delayed = true;
+      await new Promise((resolve) => setTimeout(resolve, ms));
+    }
+    return response;
+  };
+}
