@@ -11,6 +11,7 @@ export interface WaitUntil {
 export interface GuardSettings {
   waitMs: number;
   leaseMs: number | undefined;
+  wake: "poll" | "push" | undefined;
   signal: AbortSignal | undefined;
 }
 
@@ -22,9 +23,9 @@ export interface Refusal {
 
 /** Takes the lock for one request, or says why not: busy (423) or Redis unreachable (503). */
 export async function enterGuard(locks: Locks, name: string, settings: GuardSettings): Promise<Lease | Refusal> {
-  const { waitMs, leaseMs, signal } = settings;
+  const { waitMs, leaseMs, wake, signal } = settings;
   try {
-    return await locks.acquire(name, { waitMs, ...(leaseMs ? { leaseMs } : {}), ...(signal ? { signal } : {}) });
+    return await locks.acquire(name, { waitMs, leaseMs, wake, signal });
   } catch (error) {
     if (error instanceof LockTimeoutError) return locked(error.retryAfterMs);
     if (error instanceof LockUnavailableError) return unavailable();

@@ -16,6 +16,11 @@ export interface LockGuardOptions {
   waitMs?: number;
   /** Lease length for this route; the lock set's default otherwise. */
   leaseMs?: number;
+  /**
+   * "push": a waiting request listens on a SUBSCRIBE stream and the holder's release hands it the
+   * lock (a few ms rather than a poll's tens); "poll" (default) backs off and looks again.
+   */
+  wake?: "poll" | "push";
   /** "await" releases before the response is sent; "waitUntil" releases in the background. */
   release?: "await" | "waitUntil";
   /** Builds the 423 (and 503) response; by default application/problem+json with Retry-After. */
@@ -41,6 +46,7 @@ export function lockGuard({
   name,
   waitMs = 0,
   leaseMs,
+  wake,
   release = "await",
   onLocked = (_c, { problem, headers }) => problemResponse(problem, headers),
 }: LockGuardOptions): MiddlewareHandler<{ Variables: LockVariables }> {
@@ -49,7 +55,7 @@ export function lockGuard({
     // An undefined name is a routing mistake: acquire() rejects the empty name.
     // The request's signal matters only while waiting, and reading it makes Deno print a warning.
     const signal = waitMs > 0 ? c.req.raw.signal : undefined;
-    const entered = await enterGuard(lockSet, name(c) ?? "", { waitMs, leaseMs, signal });
+    const entered = await enterGuard(lockSet, name(c) ?? "", { waitMs, leaseMs, wake, signal });
     if (!(entered instanceof Lease)) return onLocked(c, entered);
     c.set("lease", entered);
     try {

@@ -13,6 +13,8 @@ export interface GuardFetchOptions<Env> {
   /** How long to wait for a busy lock before answering 423 (default 0). */
   waitMs?: number;
   leaseMs?: number;
+  /** "push": a waiting request is handed the lock by the holder's release (see lockGuard). */
+  wake?: "poll" | "push";
   /** "await" releases before the response is returned; "waitUntil" releases in the background. */
   release?: "await" | "waitUntil";
   /** Builds the 423 (and 503) response; by default application/problem+json with Retry-After. */
@@ -34,12 +36,12 @@ export type GuardedHandler<Env, Ctx> = (request: Request, env: Env, ctx: Ctx, le
  * };
  */
 export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
-  { locks, name, waitMs = 0, leaseMs, release = "await", onLocked = (_r, { problem, headers }) => problemResponse(problem, headers) }: GuardFetchOptions<Env>,
+  { locks, name, waitMs = 0, leaseMs, wake, release = "await", onLocked = (_r, { problem, headers }) => problemResponse(problem, headers) }: GuardFetchOptions<Env>,
   handler: GuardedHandler<Env, Ctx>,
 ): (request: Request, env: Env, ctx: Ctx) => Promise<Response> {
   return async function guardedFetch(request, env, ctx) {
     const signal = waitMs > 0 ? request.signal : undefined;
-    const entered = await enterGuard(locks(env), name(request, env) ?? "", { waitMs, leaseMs, signal });
+    const entered = await enterGuard(locks(env), name(request, env) ?? "", { waitMs, leaseMs, wake, signal });
     if (!(entered instanceof Lease)) return onLocked(request, entered);
     try {
       return await handler(request, env, ctx, entered);

@@ -62,7 +62,7 @@ describe("lockGuard in workerd", () => {
 });
 
 describe("push wake-ups in workerd", () => {
-  it("hands the lock to a waiter on a server-sent-events stream, with no attempt after the release", async () => {
+  it('lockGuard({ wake: "push" }) is handed the lock on a server-sent-events stream, with no attempt after the release', async () => {
     const holder = post("/jobs/d1?holdMs=600");
     await new Promise((resolve) => setTimeout(resolve, 150));
     const pushed = await post("/push/d1");

@@ -20,7 +20,7 @@ function locksFor(env: Env): Locks {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const app = new Hono<{ Bindings: Env; Variables: LockVariables }>();
+const app = new Hono<{ Bindings: Env; Variables: LockVariables & { attempts: { n: number } } }>();
 const guard = (waitMs = 0) =>
   lockGuard({ locks: (c) => locksFor(c.env as Env), name: (c) => `job:${c.req.param("id")}`, waitMs });
 
@@ -38,24 +38,37 @@ app.post("/jobs/:id/heartbeat", guard(), async (c) => {
   await lease.heartbeat();
   return c.json({ remainingMs: lease.remainingMs(), aborted: lease.signal.aborted });
 });
-// A push waiter inside workerd: SUBSCRIBE over server-sent events, and the holder's release
-// hands it the lock. Its acquire attempts are counted to show that none follows the release.
-app.post("/push/:id", async (c) => {
-  const redis = new Redis({ url: c.env.UPSTASH_REDIS_REST_URL, token: c.env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false });
-  const acquireSha1 = await scriptSha1(scripts.acquire);
-  let attempts = 0;
+// A guarded route whose waiters listen on SUBSCRIBE over server-sent events: the holder's release
+// hands the lock to the one first in line. Its acquire attempts are counted to show that none
+// follows the release.
+const acquireSha1 = scriptSha1(scripts.acquire);
+function countingLocks(env: Env, attempts: { n: number }): Locks {
+  const redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false });
   const counted: RedisClient = {
-    evalsha: (sha, keys, args) => ((attempts += sha === acquireSha1 ? 1 : 0), redis.evalsha(sha, keys, args)),
+    evalsha: async (sha, keys, args) => ((attempts.n += sha === (await acquireSha1) ? 1 : 0), redis.evalsha(sha, keys, args)),
     eval: (text, keys, args) => redis.eval(text, keys, args),
     subscribe: (channel) => redis.subscribe(channel),
   };
-  const locks = createLocks({ redis: counted, prefix: c.env.PREFIX, leaseMs: 5_000 });
-  const name = `job:${c.req.param("id")}`;
-  const lease = await locks.acquire(name, { waitMs: 5_000, wake: "push" });
-  const state = await locks.inspect(name);
-  await lease.release();
-  return c.json({ fence: lease.fence, attempts, state });
-});
+  return createLocks({ redis: counted, prefix: env.PREFIX, leaseMs: 5_000 });
+}
+app.post(
+  "/push/:id",
+  lockGuard({
+    locks: (c) => {
+      const attempts = { n: 0 };
+      c.set("attempts", attempts);
+      return countingLocks(c.env as Env, attempts);
+    },
+    name: (c) => `job:${c.req.param("id")}`,
+    waitMs: 5_000,
+    wake: "push",
+  }),
+  async (c) => {
+    const { fence } = c.get("lease");
+    const state = await locksFor(c.env).inspect(`job:${c.req.param("id")}`);
+    return c.json({ fence, attempts: c.get("attempts").n, state });
+  },
+);
 app.get("/jobs/:id", async (c) => c.json(await locksFor(c.env).inspect(`job:${c.req.param("id")}`)));
 app.onError((error, c) => c.json({ error: error.message }, 500));
 
