@@ -76,12 +76,17 @@ export function createApp({ redis, prefix = "jobs", leaseMs = 10_000, work = sim
   return app;
 }
 
-/** Work in steps: stops as soon as the lease is lost, heartbeats when half of it is used up. */
+const STEP_MS = 100;
+
+/**
+ * Work in steps: stops as soon as the lease is lost, and heartbeats when half of it is used up,
+ * or sooner if what is left might not outlast two more steps (a short lease, a slow machine).
+ */
 async function simulatedWork(_job: string, lease: Lease): Promise<void> {
   const leaseMs = lease.remainingMs();
   for (let step = 0; step < 3; step++) {
-    await delay(100, lease.signal); // real work passes lease.signal to fetch() the same way
-    if (lease.remainingMs() < leaseMs / 2) await lease.heartbeat();
+    await delay(STEP_MS, lease.signal); // real work passes lease.signal to fetch() the same way
+    if (lease.remainingMs() < Math.max(leaseMs / 2, 2 * STEP_MS)) await lease.heartbeat();
   }
 }
 
