@@ -1,0 +1,119 @@
+// npm run bench:overhead: where an uncontended fencelock cycle spends its time next to
+// @upstash/lock's, on one local server. Each round runs one cycle of every variant in a new
+// random order, so a slow spell of the machine lands on all alike, and the p50s compare:
+// - fencelock: locks.acquire(name, { waitMs }) + lease.release();
+// - its scripts alone: the same two EVALSHA requests through the same client, nothing around them;
+// - @upstash/lock: new Lock().acquire() + release().
+// Client time is each call's time less the time of the request inside it (timed where the
+// library hands it to @upstash/redis), so the network and the server cancel out.
+import { Lock } from "@upstash/lock";
+import { Redis } from "@upstash/redis";
+import { createLocks, type RedisClient } from "../src/index.ts";
+import { lockKeys } from "../src/keys.ts";
+import { scriptSha1 } from "../src/redis.ts";
+import * as scripts from "../src/scripts.gen.ts";
+import { startServerProcess } from "./harness/server.ts";
+import { quantile } from "./harness/stats.ts";
+import { now } from "./harness/timing.ts";
+
+const ROUNDS = Number(process.env.ROUNDS ?? 2_000);
+const WARM_ROUNDS = 300;
+
+/** The client's calls, each timed from hand-over to reply; `last` is the latest request's ms. */
+function timedClient(redis: Redis) {
+  const timed = { last: 0 };
+  const time = async <T>(call: () => Promise<T>) => {
+    const start = now();
+    const reply = await call();
+    timed.last = now() - start;
+    return reply;
+  };
+  const client: RedisClient = {
+    evalsha: (sha, keys, args) => time(() => redis.evalsha(sha, keys, args)),
+    eval: (text, keys, args) => time(() => redis.eval(text, keys, args)),
+  };
+  // @upstash/lock calls only these two.
+  const forLock = {
+    set: (...args: Parameters<Redis["set"]>) => time(() => redis.set(...args)),
+    eval: (...args: Parameters<Redis["eval"]>) => time(() => redis.eval(...args)),
+  } as unknown as Redis;
+  return { timed, client, forLock };
+}
+
+interface Sample {
+  cycle: number;
+  clientAcquire: number;
+  clientRelease: number;
+}
+
+async function main(): Promise<void> {
+  const server = await startServerProcess();
+  try {
+    const redis = new Redis({ url: server.url, token: server.token, enableTelemetry: false });
+    const { timed, client, forLock } = timedClient(redis);
+    const locks = createLocks({ redis: client, prefix: "overhead" });
+    const keys = Object.values(lockKeys("overhead", "bare"));
+    const [acquireSha1, releaseSha1] = await Promise.all([scriptSha1(scripts.acquire), scriptSha1(scripts.release)]);
+    let ticket = 0;
+    // Each variant acquires, and returns how to release.
+    const variants: Record<string, () => Promise<() => Promise<unknown>>> = {
+      fencelock: async () => {
+        const lease = await locks.acquire("timed", { waitMs: 60_000 });
+        return () => lease.release();
+      },
+      "its scripts alone": async () => {
+        const id = (ticket++).toString(16).padStart(32, "0");
+        const [, fence] = await client.evalsha<string[], number[]>(acquireSha1, keys, [id, id, "10000", "70000", "2000"]);
+        return () => client.evalsha(releaseSha1, keys, [id, String(fence), id]);
+      },
+      "@upstash/lock": async () => {
+        const lock = new Lock({ id: "overhead:upstash", redis: forLock });
+        await lock.acquire();
+        return () => lock.release();
+      },
+    };
+    const samples: Record<string, Sample[]> = Object.fromEntries(Object.keys(variants).map((name) => [name, []]));
+    for (let round = -WARM_ROUNDS; round < ROUNDS; round++) {
+      for (const name of shuffled(Object.keys(variants))) {
+        const acquire = variants[name];
+        if (!acquire) continue;
+        const start = now();
+        const release = await acquire();
+        const acquired = now();
+        const acquireRequest = timed.last;
+        await release();
+        const end = now();
+        if (round >= 0) {
+          samples[name]?.push({ cycle: end - start, clientAcquire: acquired - start - acquireRequest, clientRelease: end - acquired - timed.last });
+        }
+      }
+    }
+    report(samples);
+  } finally {
+    await server.close();
+  }
+}
+
+function shuffled<T>(items: T[]): T[] {
+  const order = [...items];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [order[i], order[j]] = [order[j] as T, order[i] as T];
+  }
+  return order;
+}
+
+function report(samples: Record<string, Sample[]>): void {
+  const p50 = (values: number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
+  const fencelock = p50((samples.fencelock ?? []).map((s) => s.cycle));
+  console.log(`${ROUNDS} rounds, one cycle of each variant per round in random order; p50s\n`);
+  console.log("| variant | cycle ms | its ÷ fencelock's cycle | client µs per acquire | client µs per release |\n|---|---:|---:|---:|---:|");
+  for (const [name, rows] of Object.entries(samples)) {
+    const cycle = p50(rows.map((s) => s.cycle));
+    const acquire = p50(rows.map((s) => s.clientAcquire)) * 1000;
+    const release = p50(rows.map((s) => s.clientRelease)) * 1000;
+    console.log(`| ${name} | ${cycle.toFixed(3)} | ${(cycle / fencelock).toFixed(3)} | ${acquire.toFixed(0)} | ${release.toFixed(0)} |`);
+  }
+}
+
+await main();
