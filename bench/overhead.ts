@@ -54,6 +54,8 @@ async function main(): Promise<void> {
     const locks = createLocks({ redis: client, prefix: "overhead" });
     const keys = Object.values(lockKeys("overhead", "bare"));
     const [acquireSha1, releaseSha1] = await Promise.all([scriptSha1(scripts.acquire), scriptSha1(scripts.release)]);
+    // Loads both scripts, which the bare variant sends by SHA-1 alone.
+    await (await locks.acquire("warm")).release();
     let ticket = 0;
     // Each variant acquires, and returns how to release.
     const variants: Record<string, () => Promise<() => Promise<unknown>>> = {
