@@ -47,7 +47,7 @@ export async function sha1Hex(text: string): Promise<string> {
   return toHex(new Uint8Array(await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text))));
 }
 
-/** Lowercase hex of some bytes: owner tokens, request ids, wake channels. */
+/** Lowercase hex of some bytes: the token pool, SHA-1 digests. */
 export function toHex(bytes: Uint8Array): string {
   let hex = "";
   for (const b of bytes) hex += (b | 256).toString(16).slice(1);
