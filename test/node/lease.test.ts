@@ -32,10 +32,11 @@ describe("validity on the client", () => {
   });
 
   it("gives back a reentrant hold whose reply came too late, so the retry counts it again", async () => {
-    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("late-join"), leaseMs: 400 });
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("late-join"), leaseMs: 2_000 });
     const outer = await locks.acquire("job");
-    // The join's reply takes 380 of its 400 ms: it is given back, and the next attempt joins anew.
-    const inner = await withFetch(delayingFirstResponse(380), () => locks.acquire("job", { owner: outer.owner, waitMs: 1_000 }));
+    // The join's reply takes 1.85 of its 2 s: it is given back, and the next attempt (the lock
+    // still has about 150 ms to live) joins anew.
+    const inner = await withFetch(delayingFirstResponse(1_850), () => locks.acquire("job", { owner: outer.owner, waitMs: 5_000 }));
     expect(await locks.inspect("job")).toMatchObject({ held: true, holds: 2 });
     expect(await inner.release()).toBe("released");
     // The outer hold is still there: the inner lease never stood for it.
