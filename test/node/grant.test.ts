@@ -5,6 +5,7 @@ import { scriptSha1, type WakeSubscriber } from "../../src/redis.ts";
 import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
 import { pushWaiter } from "../../src/wake.ts";
+import { countingAcquires } from "../support/counting-client.ts";
 import { droppingResponses, sendingTwice, withFetch } from "../support/fetch-wrappers.ts";
 import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
@@ -28,12 +29,10 @@ const pushTicket = (id: string) => `${id.padStart(32, "0")}.${OWNER}.10000.70000
 /** A push waiter's client that counts its acquire attempts and holds its messages back until told. */
 async function lateMessages() {
   const real = upstash();
-  const acquireSha1 = await scriptSha1(scripts.acquire);
-  const attempts = { n: 0 };
+  const { client: counted, attempts } = await countingAcquires(real);
   const heldBack: (() => void)[] = [];
   const client: RedisClient = {
-    evalsha: (sha, keys, args) => ((attempts.n += sha === acquireSha1 ? 1 : 0), real.evalsha(sha, keys, args)),
-    eval: (text, keys, args) => real.eval(text, keys, args),
+    ...counted,
     subscribe(channel): WakeSubscriber {
       const subscriber = real.subscribe(channel);
       return {

@@ -1,29 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { createLocks, type RedisClient } from "../../src/index.ts";
-import { scriptSha1 } from "../../src/redis.ts";
-import * as scripts from "../../src/scripts.gen.ts";
+import { createLocks } from "../../src/index.ts";
 import { guardFetch } from "../../src/worker.ts";
+import { countingAcquires } from "../support/counting-client.ts";
 import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
-
-/** The real client, with its acquire attempts counted. */
-async function countingClient() {
-  const real = upstash();
-  const acquireSha1 = await scriptSha1(scripts.acquire);
-  const attempts = { n: 0 };
-  const client: RedisClient = {
-    evalsha: (sha, keys, args) => ((attempts.n += sha === acquireSha1 ? 1 : 0), real.evalsha(sha, keys, args)),
-    eval: (text, keys, args) => real.eval(text, keys, args),
-    subscribe: (channel) => real.subscribe(channel),
-  };
-  return { client, attempts };
-}
 
 describe("guardFetch", () => {
   it('with wake: "push", a waiting request is handed the lock by the release, with no attempt after it', async () => {
     const prefix = uniquePrefix("guard-push");
     const holder = await createLocks({ redis: upstash(), prefix }).acquire("report");
-    const { client, attempts } = await countingClient();
+    const { client, attempts } = await countingAcquires();
     const locks = createLocks({ redis: client, prefix });
     const handler = guardFetch(
       { locks: () => locks, name: () => "report", waitMs: 5_000, wake: "push" },

@@ -2,17 +2,8 @@ import { describe, expect, it } from "vitest";
 import { createLocks, LockLostError } from "../../src/index.ts";
 import { driftMs } from "../../src/lease.ts";
 import { sleep } from "../../src/wait.ts";
-import { delayingFirstResponse, withFetch } from "../support/fetch-wrappers.ts";
+import { delayingResponses, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
-
-/** Holds every response back for `ms`, as a slow network would. */
-function delayingResponses(ms: number) {
-  return (real: typeof fetch): typeof fetch => async (input, init) => {
-    const response = await real(input, init);
-    await sleep(ms);
-    return response;
-  };
-}
 
 describe("validity on the client", () => {
   it("trusts a lease for less than its TTL, counted from before the request was sent", async () => {
@@ -36,7 +27,7 @@ describe("validity on the client", () => {
     const outer = await locks.acquire("job");
     // The join's reply takes 1.85 of its 2 s: it is given back, and the next attempt (the lock
     // still has about 150 ms to live) joins anew.
-    const inner = await withFetch(delayingFirstResponse(1_850), () => locks.acquire("job", { owner: outer.owner, waitMs: 5_000 }));
+    const inner = await withFetch(delayingResponses(1_850, 1), () => locks.acquire("job", { owner: outer.owner, waitMs: 5_000 }));
     expect(await locks.inspect("job")).toMatchObject({ held: true, holds: 2 });
     expect(await inner.release()).toBe("released");
     // The outer hold is still there: the inner lease never stood for it.

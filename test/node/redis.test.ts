@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLocks, LockTimeoutError, LockUnavailableError } from "../../src/index.ts";
-import { delayingFirstResponse, withFetch } from "../support/fetch-wrappers.ts";
+import { delayingResponses, withFetch } from "../support/fetch-wrappers.ts";
 import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
@@ -62,7 +62,7 @@ describe("a Redis that is down or slow", () => {
     const locks = createLocks({ redis: upstash(), prefix, timeoutMs: 200 });
     await (await locks.tryAcquire("warm"))?.release(); // the script is loaded: one request applies it
     // Redis applies the attempt at once; its reply arrives after the caller gave up on it.
-    const { error } = await failure(withFetch(delayingFirstResponse(600), () => locks.tryAcquire("job")));
+    const { error } = await failure(withFetch(delayingResponses(600, 1), () => locks.tryAcquire("job")));
     expect(error).toBeInstanceOf(LockUnavailableError);
     // Not held for the 10 s lease by a caller that never got it.
     await until(async () => !(await locks.inspect("job")).held, 2_000);

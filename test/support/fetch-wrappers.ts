@@ -45,13 +45,16 @@ export function droppingResponses(times: number) {
   };
 }
 
-/** Holds the first response back for `ms` (the request is applied at once), as one slow reply would. */
-export function delayingFirstResponse(ms: number) {
-  let delayed = false;
+/**
+ * Holds the first `times` responses back for `ms` each (every request is applied at once), as a
+ * slow network would; by default every response.
+ */
+export function delayingResponses(ms: number, times = Number.POSITIVE_INFINITY) {
+  let delayed = 0;
   return (real: Fetch): Fetch => async (input, init) => {
     const response = await real(input, init);
-    if (!delayed) {
-      delayed = true;
+    if (delayed < times) {
+      delayed++;
       await new Promise((resolve) => setTimeout(resolve, ms));
     }
     return response;
