@@ -11,12 +11,12 @@ export function uncontendedSection(rows: UncontendedRow[]): string {
   const concurrency = rows[0]?.concurrent.clients ?? 0;
   const headers = ["library", "transport", "sequential ops/s (middle half of rounds)", "fencelock ÷ this (round by round)",
     `${concurrency} clients ops/s (middle half of rounds)`, "fencelock ÷ this (round by round)",
-    "requests / cycle", "Redis cmds / cycle", "requests per acquire · heartbeat · release"];
+    "requests / cycle", "Redis cmds / cycle", "Redis µs / cycle", "requests per acquire · heartbeat · release"];
   const body = rows.map((r) => [
     r.label, r.transport.toUpperCase(),
     withSpread(r.sequential), ratioWithSpread(ours?.sequential, r.sequential),
     withSpread(r.concurrent), ratioWithSpread(ours?.concurrent, r.concurrent),
-    num(r.sequential.requestsPerOp, 2), num(r.sequential.redisCommandsPerOp, 2),
+    num(r.sequential.requestsPerOp, 2), num(r.sequential.redisCommandsPerOp, 2), num(r.sequential.redisMicrosPerOp, 1),
     `${num(r.perCall.acquire, 2)} · ${num(r.perCall.heartbeat, 2)} · ${num(r.perCall.release, 2)}`,
   ]);
   const breakdown = rows.map((r) => [r.label, Object.entries(r.sequential.commandsPerOp).map(([c, n]) => `${c} ${num(n, 2)}`).join(", ")]);

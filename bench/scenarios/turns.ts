@@ -1,5 +1,5 @@
 // Sequential uncontended rounds: the libraries take turns cycle by cycle, one client each.
-import { commandDelta, type RedisStats } from "../harness/commandstats.ts";
+import { commandDelta, type CommandCounts, type RedisStats } from "../harness/commandstats.ts";
 import { allRequests } from "../harness/requests.ts";
 import { round } from "../harness/stats.ts";
 import { now } from "../harness/timing.ts";
@@ -36,20 +36,29 @@ export async function turnByTurn(groups: Client[][], msEach: number, tallies: Ta
   });
 }
 
-/** Redis commands per cycle, which turn-by-turn rounds cannot tell apart: a counted run per library. */
-const COUNTED_CYCLES = 50;
+/**
+ * Redis commands per cycle, and the time Redis spends running them, which turn-by-turn rounds
+ * cannot tell apart: a counted run per library.
+ */
+const COUNTED_CYCLES = 200;
 
 export async function countCommands(groups: Client[][], stats: RedisStats, tallies: Tally[], cycles = COUNTED_CYCLES): Promise<void> {
   for (const [i, clients] of groups.entries()) {
     const client = clients[0];
     const tally = tallies[i];
     if (!client || !tally) continue;
-    const before = await stats.commands();
-    for (let n = 0; n < cycles; n++) await oneCycle(client, `uncontended:${client.index}`);
-    // Scaled to the measured cycles, so that commandsPerOp divides out the same way.
-    for (const [name, count] of Object.entries(commandDelta(before, await stats.commands()))) {
-      tally.commands[name] = (tally.commands[name] ?? 0) + (count * tally.ops) / cycles;
+    let ran: CommandCounts = {};
+    const micros = await stats.serverMicros(async () => {
+      const before = await stats.commands();
+      for (let n = 0; n < cycles; n++) await oneCycle(client, `uncontended:${client.index}`);
+      ran = commandDelta(before, await stats.commands());
+    });
+    // Scaled to the measured cycles, so that commandsPerOp and redisMicrosPerOp divide out the same way.
+    const scale = tally.ops / cycles;
+    for (const [name, count] of Object.entries(ran)) {
+      tally.commands[name] = (tally.commands[name] ?? 0) + count * scale;
     }
+    tally.redisMicros += micros * scale;
   }
 }
 

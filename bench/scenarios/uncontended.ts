@@ -19,6 +19,8 @@ export interface Throughput {
   /** Redis commands per cycle from INFO commandstats, commands inside Lua included. */
   redisCommandsPerOp: number;
   commandsPerOp: CommandCounts;
+  /** µs Redis spends executing one cycle's commands (SLOWLOG); sequential cell only, else NaN. */
+  redisMicrosPerOp: number;
 }
 
 export interface UncontendedRow {
@@ -62,6 +64,7 @@ export interface Tally {
   ms: number;
   requests: number;
   commands: CommandCounts;
+  redisMicros: number;
   rounds: number[];
 }
 
@@ -70,7 +73,7 @@ async function cell(libraries: Library[], count: number, plan: UncontendedPlan, 
   const groups: Client[][] = [];
   try {
     for (const library of libraries) groups.push(await connectClients(library, count));
-    const tallies = groups.map((): Tally => ({ ops: 0, ms: 0, requests: 0, commands: {}, rounds: [] }));
+    const tallies = groups.map((): Tally => ({ ops: 0, ms: 0, requests: 0, commands: {}, redisMicros: 0, rounds: [] }));
     for (const clients of groups) {
       await warmUp(clients);
       await cycleAll(clients, plan.warmMs);
@@ -132,11 +135,12 @@ function throughput(clients: number, tally: Tally): Throughput {
     requestsPerOp: round(tally.requests / ops),
     redisCommandsPerOp: round(totalCommands(tally.commands) / ops),
     commandsPerOp: Object.fromEntries(Object.entries(tally.commands).map(([name, n]) => [name, round(n / ops)])),
+    redisMicrosPerOp: tally.redisMicros > 0 ? round(tally.redisMicros / ops, 1) : Number.NaN,
   };
 }
 
 function emptyThroughput(clients: number): Throughput {
-  return { clients, ops: 0, seconds: 0, opsPerSec: Number.NaN, roundOpsPerSec: [], requestsPerOp: Number.NaN, redisCommandsPerOp: Number.NaN, commandsPerOp: {} };
+  return { clients, ops: 0, seconds: 0, opsPerSec: Number.NaN, roundOpsPerSec: [], requestsPerOp: Number.NaN, redisCommandsPerOp: Number.NaN, commandsPerOp: {}, redisMicrosPerOp: Number.NaN };
 }
 
 /** Each client: acquire + release on a name of its own, back to back, for `ms`. Returns the cycles done. */
