@@ -5,19 +5,23 @@
 // - its scripts alone: the same two EVALSHA requests through the same client, nothing around them;
 // - @upstash/lock: new Lock().acquire() + release().
 // Client time is each call's time less the time of the request inside it (timed where the
-// library hands it to @upstash/redis), so the network and the server cancel out.
+// library hands it to @upstash/redis), so the network and the server cancel out. Redis CPU is
+// what Redis' main thread spends on each variant's cycle (INFO cpu), from an untimed run afterwards.
 import { Lock } from "@upstash/lock";
 import { Redis } from "@upstash/redis";
 import { createLocks, type RedisClient } from "../src/index.ts";
 import { lockKeys } from "../src/keys.ts";
 import { scriptSha1 } from "../src/redis.ts";
 import * as scripts from "../src/scripts.gen.ts";
+import { RedisStats } from "./harness/commandstats.ts";
 import { startServerProcess } from "./harness/server.ts";
 import { quantile } from "./harness/stats.ts";
 import { now } from "./harness/timing.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 2_000);
 const WARM_ROUNDS = 300;
+/** Cycles per variant in the untimed run that Redis CPU comes from. */
+const REDIS_CPU_CYCLES = 300;
 
 /** The client's calls, each timed from hand-over to reply; `last` is the latest request's ms. */
 function timedClient(redis: Redis) {
@@ -90,9 +94,28 @@ async function main(): Promise<void> {
         }
       }
     }
-    report(samples);
+    report(samples, await redisMicrosPerCycle(server.redisUrl, variants));
   } finally {
     await server.close();
+  }
+}
+
+/** CPU µs Redis' main thread spends on one cycle of each variant, over an untimed run of each alone. */
+async function redisMicrosPerCycle(
+  redisUrl: string,
+  variants: Record<string, () => Promise<() => Promise<unknown>>>,
+): Promise<Record<string, number>> {
+  const stats = new RedisStats(redisUrl);
+  try {
+    const micros: Record<string, number> = {};
+    for (const [name, acquire] of Object.entries(variants)) {
+      const before = await stats.cpuMicros();
+      for (let n = 0; n < REDIS_CPU_CYCLES; n++) await (await acquire())();
+      micros[name] = ((await stats.cpuMicros()) - before) / REDIS_CPU_CYCLES;
+    }
+    return micros;
+  } finally {
+    await stats.close();
   }
 }
 
@@ -105,16 +128,17 @@ function shuffled<T>(items: T[]): T[] {
   return order;
 }
 
-function report(samples: Record<string, Sample[]>): void {
+function report(samples: Record<string, Sample[]>, redisMicros: Record<string, number>): void {
   const p50 = (values: number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
   const fencelock = p50((samples.fencelock ?? []).map((s) => s.cycle));
   console.log(`${ROUNDS} rounds, one cycle of each variant per round in random order; p50s\n`);
-  console.log("| variant | cycle ms | its ÷ fencelock's cycle | client µs per acquire | client µs per release |\n|---|---:|---:|---:|---:|");
+  console.log("| variant | cycle ms | its ÷ fencelock's cycle | client µs per acquire | client µs per release | Redis CPU µs per cycle |\n|---|---:|---:|---:|---:|---:|");
   for (const [name, rows] of Object.entries(samples)) {
     const cycle = p50(rows.map((s) => s.cycle));
     const acquire = p50(rows.map((s) => s.clientAcquire)) * 1000;
     const release = p50(rows.map((s) => s.clientRelease)) * 1000;
-    console.log(`| ${name} | ${cycle.toFixed(3)} | ${(cycle / fencelock).toFixed(3)} | ${acquire.toFixed(0)} | ${release.toFixed(0)} |`);
+    const redis = redisMicros[name] ?? Number.NaN;
+    console.log(`| ${name} | ${cycle.toFixed(3)} | ${(cycle / fencelock).toFixed(3)} | ${acquire.toFixed(0)} | ${release.toFixed(0)} | ${redis.toFixed(0)} |`);
   }
 }
 

@@ -3,41 +3,23 @@ import { Redis as IORedis } from "ioredis";
 /** Calls per command name, as Redis counts them (commands run inside Lua scripts included). */
 export type CommandCounts = Record<string, number>;
 
-/** Names the stats connection, so that SLOWLOG entries of its own calls can be left out. */
-const STATS_CLIENT = "bench-stats";
-
-/** A slowlog entry: id, unix time, µs, argv, client address ("?:0" inside Lua), client name. */
-type SlowlogEntry = [number, number, number, string[], string, string];
-
 /** A connection of its own for INFO, so reading the stats never counts against a client. */
 export class RedisStats {
   readonly #redis: IORedis;
 
   constructor(redisUrl: string) {
-    this.#redis = new IORedis(redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1, connectionName: STATS_CLIENT });
+    this.#redis = new IORedis(redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 });
   }
 
   /**
-   * Microseconds Redis spent executing the commands clients sent while `work` ran, as SLOWLOG
-   * times them with its threshold at 0: a script counts with the commands it calls, which are
-   * left out on their own (they come from the "?:0" Lua client). Network, parsing and the HTTP
-   * server are not in it. Logging every command costs Redis a little, so only untimed runs use it.
+   * CPU time Redis' main thread has used, in µs: commands, scripts and the reading and writing
+   * of every request. The kernel accounts it to the nanosecond, so deltas over a few hundred
+   * cycles are exact enough; Redis' own housekeeping (ten times a second) is in it too.
    */
-  async serverMicros(work: () => Promise<void>): Promise<number> {
-    const [, threshold = "10000"] = (await this.#redis.config("GET", "slowlog-log-slower-than")) as string[];
-    const [, maxLen = "128"] = (await this.#redis.config("GET", "slowlog-max-len")) as string[];
-    await this.#redis.config("SET", "slowlog-log-slower-than", "0", "slowlog-max-len", "100000");
-    await this.#redis.slowlog("RESET");
-    try {
-      await work();
-      const entries = (await this.#redis.slowlog("GET", -1)) as SlowlogEntry[];
-      return entries
-        .filter(([, , , , address, name]) => address !== "?:0" && name !== STATS_CLIENT)
-        .reduce((sum, [, , micros]) => sum + micros, 0);
-    } finally {
-      await this.#redis.config("SET", "slowlog-log-slower-than", threshold, "slowlog-max-len", maxLen);
-      await this.#redis.slowlog("RESET");
-    }
+  async cpuMicros(): Promise<number> {
+    const text = await this.#redis.info("cpu");
+    const seconds = (field: string) => Number(new RegExp(`^${field}:([\\d.]+)`, "m").exec(text)?.[1] ?? Number.NaN);
+    return (seconds("used_cpu_sys_main_thread") + seconds("used_cpu_user_main_thread")) * 1e6;
   }
 
   async commands(): Promise<CommandCounts> {

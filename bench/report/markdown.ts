@@ -71,9 +71,9 @@ function method(results: BenchResults): string {
     "Each simulated client has its own `@upstash/redis` instance or ioredis connection, as separate isolates would",
     "(@upstash/redis auto-pipelines concurrent commands of one instance into one HTTP request). Requests are counted at the",
     "transport: every `fetch` @upstash/redis makes (SSE subscriptions included) and every command ioredis sends; Redis",
-    "commands come from `INFO commandstats` deltas, and Redis µs per cycle from `SLOWLOG` (threshold 0) over a separate",
-    "untimed run of 200 sequential cycles: the time Redis spends executing the commands a client sends, a script counted with",
-    "the commands it calls. Throughput times are performance.now() in the one benchmark process.",
+    "commands come from `INFO commandstats` deltas, and Redis CPU µs per cycle from `INFO cpu` (main thread: commands,",
+    "scripts, reading and writing requests) over a separate untimed run of 200 sequential cycles per library.",
+    "Throughput times are performance.now() in the one benchmark process.",
     `Push wake-ups available: ${results.push.available ? "yes" : "no"}.`,
   ].join("\n");
 }
