@@ -18,8 +18,10 @@ export type ParsedFence = { ok: true; fence: number } | { ok: false; problem: "m
  * 2^53 - 1, no sign, exponent, fraction, leading zero or surrounding junk.
  */
 export function parseFenceHeader(value: string | null | undefined): ParsedFence {
-  if (value === null || value === undefined || value.trim() === "") return { ok: false, problem: "missing" };
-  const text = value.trim();
+  // Only space and tab are whitespace around a header value; trim() would also drop U+00A0, \v,
+  // \f and U+FEFF, which a client can send.
+  const text = value?.replace(/^[ \t]+|[ \t]+$/g, "");
+  if (!text) return { ok: false, problem: "missing" };
   if (!/^[1-9][0-9]{0,15}$/.test(text)) return { ok: false, problem: "malformed" };
   const fence = Number(text);
   return Number.isSafeInteger(fence) ? { ok: true, fence } : { ok: false, problem: "malformed" };

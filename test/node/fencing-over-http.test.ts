@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { createFencedStore, createLocks, StaleFenceError } from "../../src/index.ts";
-import { fencedFetch } from "../../src/http.ts";
+import { fencedFetch, parseFenceHeader } from "../../src/http.ts";
 import { requireFence, type FenceVariables } from "../../src/hono.ts";
 import { withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
@@ -44,7 +44,9 @@ describe("requireFence", () => {
     expect(await res.json()).toMatchObject({ status: 428, title: "Fencing token required" });
   });
 
-  it.each(["", "abc", "-1", "0", "1.5", "1e3", "0x10", "01", "+5", "9007199254740992", "99999999999999999999", "12 13"])(
+  // Only space and tab may surround a header value: U+00A0, \v and \f are junk, not whitespace.
+  it.each(["", "abc", "-1", "0", "1.5", "1e3", "0x10", "01", "+5", "9007199254740992", "99999999999999999999", "12 13",
+    "\u00A05", "5\u00A0", "\u000B5", "5\u000C"])(
     "answers 400 to the malformed token %j and writes nothing",
     async (token) => {
       const { app, store } = blobService();
@@ -77,6 +79,15 @@ describe("requireFence", () => {
     const res = await app.request("/x", { method: "PUT" });
     expect(res.status).toBe(418);
     expect(await res.text()).toBe("no: Fencing token required");
+  });
+});
+
+describe("parseFenceHeader", () => {
+  it("takes space and tab around the digits, and nothing else", () => {
+    expect(parseFenceHeader(" \t1700000000000001\t ")).toEqual({ ok: true, fence: 1700000000000001 });
+    expect(parseFenceHeader("\uFEFF5")).toEqual({ ok: false, problem: "malformed" });
+    expect(parseFenceHeader(" \t")).toEqual({ ok: false, problem: "missing" });
+    expect(parseFenceHeader(null)).toEqual({ ok: false, problem: "missing" });
   });
 });
 
