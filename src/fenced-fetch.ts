@@ -12,7 +12,8 @@ import { STALE_FENCE_PROBLEM } from "./problem.ts";
  * await fencedFetch(lease, `${BLOBS}/invoice-42`, { method: "PUT", body });
  */
 export async function fencedFetch(lease: Lease, input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> {
-  const headers = new Headers(init.headers);
+  // Headers given in init replace a Request's own, as in fetch(); otherwise the Request's are kept.
+  const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
   headers.set(FENCE_HEADER, String(lease.fence));
   const signal = init.signal ? AbortSignal.any([init.signal, lease.signal]) : lease.signal;
   const response = await fetch(input, { ...init, headers, signal });

@@ -113,6 +113,24 @@ describe("fencedFetch", () => {
     await lease.release();
   });
 
+  it("keeps a Request's own headers, and lets init's headers replace them as fetch does", async () => {
+    const { locks } = blobService();
+    const lease = await locks.acquire("invoice-44");
+    const seen: Headers[] = [];
+    const record = (): typeof fetch => async (input, init) => {
+      seen.push(new Request(input, init).headers);
+      return new Response(null, { status: 204 });
+    };
+    const request = new Request("http://blobs.test/blobs/invoice-44", { method: "PUT", headers: { Authorization: "Bearer app" } });
+    await withFetch(record, async () => {
+      await fencedFetch(lease, request);
+      await fencedFetch(lease, request, { headers: { "X-Trace": "1" } });
+    });
+    await lease.release();
+    expect([seen[0]?.get("Authorization"), seen[0]?.get("Fencing-Token")]).toEqual(["Bearer app", String(lease.fence)]);
+    expect([seen[1]?.get("Authorization"), seen[1]?.get("X-Trace"), seen[1]?.get("Fencing-Token")]).toEqual([null, "1", String(lease.fence)]);
+  });
+
   it("aborts the request when the lease is gone", async () => {
     const { locks } = blobService();
     const lease = await locks.acquire("invoice-43");
