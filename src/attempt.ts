@@ -43,13 +43,15 @@ export function attemptAcquire(run: Run, backend: LeaseBackend) {
     if (!Number.isSafeInteger(fenceOrTtl) || fenceOrTtl <= 0) {
       throw new LockUnavailableError(`Redis returned an invalid fence for "${name}"; is the data under this prefix ours?`);
     }
-    const validUntil = sentAt + ttlOrNewestFence - driftMs(leaseMs);
+    // A join may find the lock with more TTL than leaseMs; the drift allowance grows with it.
+    const validUntil = sentAt + ttlOrNewestFence - driftMs(ttlOrNewestFence);
     // A reply that took most of the lease to arrive is of no use: give back the hold this call
     // took, by its ticket, so that the next attempt (same ticket) takes one again rather than
     // finding it and counting none. Any handover to this caller that a late message may still
-    // bring was minted no later than this fence.
+    // bring was minted no later than this fence. If the give-back fails, the client may still
+    // land it later, when it would undo the next attempt's hold: the call fails instead.
     if (validUntil - performance.now() < leaseMs / 10) {
-      await run(scripts.leave, name, [ticket], owner).catch(() => undefined);
+      await run(scripts.leave, name, [ticket], owner);
       return { busyForMs: 0, position: -1, newestFence: fenceOrTtl };
     }
     return new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);

@@ -75,7 +75,7 @@ export class Lease implements AsyncDisposable {
     return Math.max(0, this.#validUntil - performance.now());
   }
 
-  /** Extends the lease by its full length. Throws LockLostError when it is no longer held. */
+  /** Extends the lease to at least its full length. Throws LockLostError when it is no longer held. */
   async heartbeat(): Promise<void> {
     if (this.#lostWhy !== undefined) throw this.#lostError();
     if (this.#validUntil !== undefined && this.remainingMs() === 0) {
@@ -88,7 +88,7 @@ export class Lease implements AsyncDisposable {
       this.#end("it expired or passed to another holder");
       throw this.#lostError();
     }
-    this.#extendTo(sentAt + ttlMs - driftMs(this.#leaseMs));
+    this.#extendTo(sentAt + ttlMs - driftMs(ttlMs));
   }
 
   /**

@@ -12,7 +12,7 @@ export const acquire: LuaScript = {
 
 export const heartbeat: LuaScript = {
   name: "heartbeat",
-  text: "local a=redis.call local b,c=KEYS[1],KEYS[2] local d=a('HMGET',b,'owner','fence') if d[1]~=ARGV[1] or d[2]~=ARGV[2] then return{0} end local e=tonumber(ARGV[3]) a('PEXPIRE',b,e) a('PEXPIRE',c,ARGV[4]) return{1,e}",
+  text: "local a=redis.call local b,c=KEYS[1],KEYS[2] local d=a('HMGET',b,'owner','fence') if d[1]~=ARGV[1] or d[2]~=ARGV[2] then return{0} end local e=tonumber(ARGV[3]) local f=a('PTTL',b) if f<e then a('PEXPIRE',b,e) a('PEXPIRE',c,ARGV[4]) f=e end return{1,f}",
 };
 
 export const inspect: LuaScript = {

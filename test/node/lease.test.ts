@@ -1,9 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { createLocks, LockLostError } from "../../src/index.ts";
+import { createLocks, LockLostError, LockUnavailableError } from "../../src/index.ts";
 import { driftMs } from "../../src/lease.ts";
+import { scriptSha1 } from "../../src/redis.ts";
+import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
 import { delayingResponses, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+const delayed = async (response: Response, ms: number) => (await sleep(ms), response);
 
 describe("validity on the client", () => {
   it("trusts a lease for less than its TTL, counted from before the request was sent", async () => {
@@ -32,6 +36,45 @@ describe("validity on the client", () => {
     expect(await inner.release()).toBe("released");
     // The outer hold is still there: the inner lease never stood for it.
     expect(await locks.inspect("job")).toMatchObject({ held: true, holds: 1 });
+    expect(await outer.release()).toBe("released");
+  });
+
+  it("fails the acquire when a too-late hold cannot be given back, so a late give-back finds no lease to undo", async () => {
+    const prefix = uniquePrefix("late-leave");
+    const locks = createLocks({ redis: upstash(), prefix, leaseMs: 1_000, timeoutMs: 1_200 });
+    const observer = createLocks({ redis: upstash(), prefix });
+    await (await locks.acquire("warm")).release(); // scripts loaded
+    const [acquireSha1, leaveSha1] = await Promise.all([scriptSha1(scripts.acquire), scriptSha1(scripts.leave)]);
+    let slowReplies = 0;
+    let droppedLeaves = 0;
+    const outcome = await withFetch(
+      (real) => async (input, init) => {
+        const body = String(init?.body);
+        // The first attempt lands at once, but its reply takes 950 ms of the 1 s lease.
+        if (body.includes(acquireSha1) && slowReplies++ === 0) return delayed(await real(input, init), 950);
+        // The give-back's first four tries fail; the client's fifth goes out after timeoutMs.
+        if (body.includes(leaveSha1) && droppedLeaves++ < 4) throw new TypeError("fetch failed: connection reset");
+        return real(input, init);
+      },
+      () => locks.acquire("job", { waitMs: 5_000 }).catch((error: unknown) => error),
+    );
+    expect(outcome).toBeInstanceOf(LockUnavailableError);
+    await sleep(600); // the give-back lands late: it must have nothing to undo but the hold never delivered
+    expect((await observer.inspect("job")).held).toBe(false);
+  });
+
+  it("never lets a heartbeat cut short the TTL another hold of the same lock still trusts", async () => {
+    const prefix = uniquePrefix("hb-shorter");
+    const locks = createLocks({ redis: upstash(), prefix });
+    const outer = await locks.acquire("job", { leaseMs: 10_000 });
+    const inner = await locks.acquire("job", { owner: outer.owner, leaseMs: 200 });
+    await inner.heartbeat();
+    await inner.release();
+    // A resumed lease heartbeats with the lock set's leaseMs, which may be shorter too.
+    await createLocks({ redis: upstash(), prefix, leaseMs: 200 }).resume(outer).heartbeat();
+    await sleep(400);
+    expect(outer.remainingMs()).toBeGreaterThan(9_000);
+    expect(await createLocks({ redis: upstash(), prefix }).tryAcquire("job")).toBeNull();
     expect(await outer.release()).toBe("released");
   });
 
