@@ -11,7 +11,7 @@
 --       waiter; position: the caller's place in the queue, -1 when not queued; newest: no
 --       lower than any fence minted so far, so a push waiter can tell a handover after this
 --       attempt from one before it, which this attempt shows has lapsed).
-local lock, fenceKey, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lock, fenceKey, queue, alive = unpack(KEYS)
 local owner, ticket = ARGV[1], ARGV[2]
 local seen = 'q:' .. ticket
 -- fenceTtlMs stays a string: PEXPIRE is all it is used for.
@@ -28,6 +28,14 @@ if queued then
   if #gone > 0 then
     redis.call('ZREM', queue, unpack(gone))
     redis.call('ZREM', alive, unpack(gone))
+  end
+end
+
+-- A caller that holds the lock, by taking it or by joining its owner's hold, waits no longer.
+local function leaveLine()
+  if queued then
+    redis.call('ZREM', queue, ticket)
+    redis.call('ZREM', alive, ticket)
   end
 end
 
@@ -49,9 +57,8 @@ if cur[1] == false then
       -- Server time stands in for a fence key that was lost (see below).
       return waitInLine(0, math.max(tonumber(redis.call('HGET', fenceKey, 'last') or '0'), nowUs))
     end
-    redis.call('ZREM', queue, ticket)
-    redis.call('ZREM', alive, ticket)
   end
+  leaveLine()
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
   local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')
@@ -67,6 +74,7 @@ if cur[1] ~= owner then
   return waitInLine(redis.call('PTTL', lock), tonumber(cur[2]))
 end
 
+leaveLine()
 -- A retried request (same requestId) must not count a second hold.
 local holds = tonumber(cur[3])
 if redis.call('HSETNX', lock, seen, 1) == 1 then

@@ -2,7 +2,7 @@
 -- KEYS[1] lock hash, KEYS[2] fence hash
 -- ARGV owner, fence, leaseMs, fenceTtlMs
 -- Reply {1, ttlMs} when extended (or already longer), {0} when the caller no longer holds it.
-local lock, fenceKey = KEYS[1], KEYS[2]
+local lock, fenceKey = unpack(KEYS)
 local cur = redis.call('HMGET', lock, 'owner', 'fence')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
   return {0}

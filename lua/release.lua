@@ -5,7 +5,7 @@
 -- ARGV owner, fence, requestId
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
 -- the lease had already expired or changed hands.
-local lock, fenceKey, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lock, fenceKey, queue, alive = unpack(KEYS)
 local owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds', seen)
 if cur[1] == owner and cur[2] == fence then

@@ -112,6 +112,23 @@ describe("release hands the lock to the push waiter first in line", () => {
     expect(fence).toBeGreaterThan(handed.fence ?? 0);
   });
 
+  it("takes a waiter out of line when it joins its owner's hold, so no release hands the lock to nobody", async () => {
+    const prefix = uniquePrefix("join-dequeues");
+    const owner = "b".repeat(32); // two calls that share an owner, as two joins of one lease would
+    const holder = await lockSet(prefix).acquire("gate");
+    const first = lockSet(prefix).acquire("gate", { owner, waitMs: 10_000, wake: "push" });
+    await until(async () => (await lockSet(prefix).inspect("gate")).waiters === 1, 3_000);
+    const second = lockSet(prefix).acquire("gate", { owner, waitMs: 10_000, wake: "push" });
+    await until(async () => (await lockSet(prefix).inspect("gate")).waiters === 2, 3_000);
+    await holder.release(); // handed to the first; the second joins its hold
+    const [a, b] = await Promise.all([first, second]);
+    expect(b.fence).toBe(a.fence);
+    expect((await lockSet(prefix).inspect("gate")).waiters).toBe(0);
+    await a.release();
+    await b.release();
+    expect((await lockSet(prefix).inspect("gate")).held).toBe(false);
+  });
+
   it("gives a waiter that missed the message the same lease on its next attempt", async () => {
     const prefix = uniquePrefix("grant-lost");
     const holder = await lockSet(prefix).acquire("gate");
