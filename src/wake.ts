@@ -17,8 +17,9 @@ export const pollWaiter: Waiter = {
 
 /**
  * Push wake-ups over SUBSCRIBE (server-sent events on Upstash). The stream opens after the
- * first busy attempt and the next attempt waits for its confirmation, so a release between
- * the two is caught by that attempt and every later one arrives as a message. The release
+ * first busy attempt and the next attempt waits for its confirmation (as long as it would
+ * sleep anyway), so a release between the two is caught by that attempt and every later one
+ * arrives as a message. The release
  * takes the lock for the waiter first in line and names it with the new fence, so only that
  * one wakes (no herd) and it needs no further request. Without its message a waiter retries
  * when the holder's TTL runs out, and at least every second to keep its place in line, so a
@@ -28,24 +29,27 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string):
   let stream: WakeStream | undefined;
   return {
     async pause(tries, busy, budgetMs, signal) {
+      const refreshMs = QUEUE_ALIVE_MS / 2;
+      const waitMs = Math.min(busy.busyForMs > 0 ? busy.busyForMs + 1 : refreshMs, refreshMs, budgetMs);
       if (!stream) {
         // release.lua publishes on the SHA-1 of the lock key: safe in a URL path and in the
         // comma-separated lines of the event stream, whatever the lock's name.
         stream = openStream(redis, await sha1Hex(lockKey), ticket);
-        if (await stream.ready(budgetMs, signal)) return;
+        // The attempt after the confirmation catches a release made before it. Without one in
+        // time (a proxy may buffer the stream) it attempts anyway, and polls until one comes.
+        await stream.ready(waitMs, signal);
+        return;
       }
       if (!stream.live) return pollWaiter.pause(tries, busy, budgetMs, signal);
-      const refreshMs = QUEUE_ALIVE_MS / 2;
-      const hintMs = busy.busyForMs > 0 ? busy.busyForMs + 1 : refreshMs;
-      return stream.message(Math.min(hintMs, refreshMs, budgetMs), signal);
+      return stream.message(waitMs, signal);
     },
     close: async () => stream?.close(),
   };
 }
 
 interface WakeStream {
-  /** True once subscribed; false if the stream failed or did not confirm within `ms`. */
-  ready(ms: number, signal?: AbortSignal): Promise<boolean>;
+  /** Resolves once subscribed, once the stream failed, or after `ms`. */
+  ready(ms: number, signal?: AbortSignal): Promise<void>;
   readonly live: boolean;
   /** Resolves with the fence of the next handover to this waiter (or one since the last call), or after `ms`. */
   message(ms: number, signal?: AbortSignal): Promise<number | undefined>;
@@ -96,10 +100,7 @@ function openStream(redis: RedisClient, channel: string, ticket: string): WakeSt
     get live() {
       return live;
     },
-    async ready(ms, signal) {
-      await until(() => live || failed, ms, signal);
-      return live;
-    },
+    ready: (ms, signal) => until(() => live || failed, ms, signal),
     async message(ms, signal) {
       await until(() => granted !== undefined || failed, ms, signal);
       const fence = granted;

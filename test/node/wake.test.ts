@@ -11,6 +11,8 @@ interface Tweaks {
   confirmAfterMs?: number;
   /** Drop every message, as a lost stream would. */
   dropMessages?: boolean;
+  /** Never confirm the subscription, as a proxy that buffers the event stream would. */
+  neverConfirm?: boolean;
 }
 
 /** The real client, with its subscription stream observed and optionally disturbed. */
@@ -26,6 +28,7 @@ function observedRedis(tweaks: Tweaks = {}) {
       return {
         on(type, listener) {
           if (type === "message" && tweaks.dropMessages) return;
+          if (type === "subscribe" && tweaks.neverConfirm) return;
           const delayed = () => void sleep(tweaks.confirmAfterMs ?? 0).then(listener);
           subscriber.on(type, type === "subscribe" && tweaks.confirmAfterMs ? delayed : listener);
         },
@@ -84,6 +87,18 @@ describe("push wake-ups", () => {
     const waited = performance.now() - started;
     expect(waited).toBeGreaterThan(600); // it did sleep on the hinted TTL...
     expect(waited).toBeLessThan(4_000); // ...and not the whole waitMs
+    await lease.release();
+  });
+
+  it("keeps looking at least every second while its stream never confirms", async () => {
+    const prefix = uniquePrefix("push-unconfirmed");
+    const holder = await heldLock(prefix);
+    const { client } = observedRedis({ neverConfirm: true });
+    setTimeout(() => void holder.release(), 300);
+    const started = performance.now();
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    // Not the whole waitMs: the release handed it the lock, and its next look found it.
+    expect(performance.now() - started).toBeLessThan(3_000);
     await lease.release();
   });
 
