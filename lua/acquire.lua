@@ -51,17 +51,17 @@ end
 
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
 if cur[1] == false then
+  local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
     if head and head ~= ticket then
       -- Server time stands in for a fence key that was lost (see below).
-      return waitInLine(0, math.max(tonumber(redis.call('HGET', fenceKey, 'last') or '0'), nowUs))
+      return waitInLine(0, math.max(last, nowUs))
     end
   end
   leaveLine()
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
-  local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')
   local fence = string.format('%d', math.max(last + 1, nowUs))
   redis.call('HSET', lock, 'owner', owner, 'fence', fence, 'holds', 1, seen, 1)
   redis.call('PEXPIRE', lock, leaseMs)

@@ -1,9 +1,20 @@
 import { LockConfigError } from "./errors.ts";
 
-/** Throws LockConfigError unless `fence` could have come from a lease: a positive safe integer. */
+/**
+ * Whether a positive safe integer could be a lease's fence by now. Fences are the server's time
+ * in µs when minted (acquire.lua); one an hour ahead of this clock is forged, and once stored it
+ * would outrank every honest holder until that hour came. The hour covers any sane clock skew.
+ */
+export function isFenceSoFar(fence: number): boolean {
+  return Number.isSafeInteger(fence) && fence > 0 && fence <= (Date.now() + 3_600_000) * 1000;
+}
+
+/** Throws LockConfigError unless `fence` could have come from a lease. */
 export function checkFence(fence: unknown, what: string): number {
-  if (typeof fence !== "number" || !Number.isSafeInteger(fence) || fence <= 0) {
-    throw new LockConfigError(what, [`fence: expected lease.fence, a positive safe integer, got ${String(fence)}`]);
+  if (typeof fence !== "number" || !isFenceSoFar(fence)) {
+    throw new LockConfigError(what, [
+      `fence: expected lease.fence, a positive safe integer not from the future, got ${String(fence)}`,
+    ]);
   }
   return fence;
 }
@@ -15,7 +26,8 @@ export type ParsedFence = { ok: true; fence: number } | { ok: false; problem: "m
 
 /**
  * Reads a Fencing-Token header strictly: a positive decimal integer no larger than
- * 2^53 - 1, no sign, exponent, fraction, leading zero or surrounding junk.
+ * 2^53 - 1 nor an hour ahead of now in µs, no sign, exponent, fraction, leading zero or
+ * surrounding junk.
  */
 export function parseFenceHeader(value: string | null | undefined): ParsedFence {
   // Only space and tab are whitespace around a header value; trim() would also drop U+00A0, \v,
@@ -24,5 +36,5 @@ export function parseFenceHeader(value: string | null | undefined): ParsedFence 
   if (!text) return { ok: false, problem: "missing" };
   if (!/^[1-9][0-9]{0,15}$/.test(text)) return { ok: false, problem: "malformed" };
   const fence = Number(text);
-  return Number.isSafeInteger(fence) ? { ok: true, fence } : { ok: false, problem: "malformed" };
+  return isFenceSoFar(fence) ? { ok: true, fence } : { ok: false, problem: "malformed" };
 }

@@ -36,28 +36,26 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
   const run = (script: scripts.LuaScript, resource: string, args: string[]) =>
     runScript(redis, script, [`${prefix}:{${escapeName(resource)}}:data`], args, { timeoutMs });
 
-  async function claimAndRead(resource: string, fence: number): Promise<Reply> {
+  /** Claims `fence` at the resource, and stores the value given as JSON `text` with it if any. */
+  async function fenceAt(resource: string, fence: number, what: string, text: string[] = []): Promise<Reply> {
     checkName(resource, "resource name");
-    checkFence(fence, "claim");
-    const reply = await run(scripts.storeClaim, resource, [String(fence), String(ttlMs)]);
+    checkFence(fence, what);
+    const reply = await run(scripts.storeFence, resource, [String(fence), String(ttlMs), ...text]);
     if (reply[0] !== 1) throw new StaleFenceError(resource, fence, Number(reply[1]));
     return reply.slice(1);
   }
 
   return {
     async claim(resource, fence) {
-      await claimAndRead(resource, fence);
+      await fenceAt(resource, fence, "claim");
     },
     async write(resource, value, fence) {
-      checkName(resource, "resource name");
-      checkFence(fence, "write");
       const text = JSON.stringify(value);
       if (text === undefined) throw new LockConfigError("value", ["expected a JSON value, got undefined"]);
-      const reply = await run(scripts.storeWrite, resource, [String(fence), text, String(ttlMs)]);
-      if (reply[0] !== 1) throw new StaleFenceError(resource, fence, Number(reply[1]));
+      await fenceAt(resource, fence, "write", [text]);
     },
     async read<T>(resource: string, { fence }: { fence?: number } = {}) {
-      if (fence !== undefined) return decode<T>(await claimAndRead(resource, fence));
+      if (fence !== undefined) return decode<T>(await fenceAt(resource, fence, "claim"));
       checkName(resource, "resource name");
       return decode<T>(await run(scripts.storeRead, resource, []));
     },

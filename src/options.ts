@@ -39,7 +39,10 @@ export const locksOptionsSchema = z.strictObject({
 
 export const storeOptionsSchema = z.strictObject({
   ...common,
-  /** Expire a resource this long after its last claim or write; by default data is kept. */
+  /**
+   * Expire a resource this long after its last claim or write; by default data is kept. A fence
+   * minted longer ago than this is then refused: make it longer than any lease works on a resource.
+   */
   ttlMs: z.optional(ms(1_000, 10 * 365 * 86_400_000)),
 }, "expected an options object");
 

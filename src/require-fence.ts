@@ -62,7 +62,7 @@ function headerProblem(kind: "missing" | "malformed"): Problem {
     ? { type: "urn:fencelock:problem:fence-required", title: "Fencing token required", status: 428,
         detail: `Send the lease's fence in the ${FENCE_HEADER} header.` }
     : { type: "urn:fencelock:problem:malformed-fence", title: "Malformed fencing token", status: 400,
-        detail: `${FENCE_HEADER} must be a positive integer below 2^53, in decimal digits only.` };
+        detail: `${FENCE_HEADER} must be a lease's fence: a positive integer in decimal digits, below 2^53 and not an hour ahead of now in µs.` };
 }
 
 function storeProblem(error: unknown): Problem | null {

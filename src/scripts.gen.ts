@@ -7,7 +7,7 @@ export interface LuaScript {
 
 export const acquire: LuaScript = {
   name: "acquire",
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,g=ARGV[1],ARGV[2] local h='q:'..g local i,j,k=tonumber(ARGV[3]),ARGV[4],tonumber(ARGV[5]) local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end end local function q() if o then a('ZREM',d,g) a('ZREM',e,g) end end local function r(s,t) if k<=0 then return{0,s,-1}end a('ZADD',d,'NX',m,g) a('ZADD',e,n+k,g) a('PEXPIRE',d,k) a('PEXPIRE',e,k) return{0,s,a('ZRANK',d,g),t} end local u=a('HMGET',b,'owner','fence','holds') if u[1]==false then if o then local v=a('ZRANGE',d,0,0)[1] if v and v~=g then return r(0,math.max(tonumber(a('HGET',c,'last')or '0'),m)) end end q() local w=tonumber(a('HGET',c,'last')or '0') local x=string.format('%d',math.max(w+1,m)) a('HSET',b,'owner',f,'fence',x,'holds',1,h,1) a('PEXPIRE',b,i) a('HSET',c,'last',x) a('PEXPIRE',c,j) return{1,tonumber(x),1,i} end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2])) end q() local y=tonumber(u[3]) if a('HSETNX',b,h,1)==1 then y=a('HINCRBY',b,'holds',1) end local s=a('PTTL',b) if s<i then a('PEXPIRE',b,i) a('PEXPIRE',c,j) s=i end return{1,tonumber(u[2]),y,s}",
+  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,g=ARGV[1],ARGV[2] local h='q:'..g local i,j,k=tonumber(ARGV[3]),ARGV[4],tonumber(ARGV[5]) local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end end local function q() if o then a('ZREM',d,g) a('ZREM',e,g) end end local function r(s,t) if k<=0 then return{0,s,-1}end a('ZADD',d,'NX',m,g) a('ZADD',e,n+k,g) a('PEXPIRE',d,k) a('PEXPIRE',e,k) return{0,s,a('ZRANK',d,g),t} end local u=a('HMGET',b,'owner','fence','holds') if u[1]==false then local v=tonumber(a('HGET',c,'last')or '0') if o then local w=a('ZRANGE',d,0,0)[1] if w and w~=g then return r(0,math.max(v,m)) end end q() local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',f,'fence',x,'holds',1,h,1) a('PEXPIRE',b,i) a('HSET',c,'last',x) a('PEXPIRE',c,j) return{1,tonumber(x),1,i} end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2])) end q() local y=tonumber(u[3]) if a('HSETNX',b,h,1)==1 then y=a('HINCRBY',b,'holds',1) end local s=a('PTTL',b) if s<i then a('PEXPIRE',b,i) a('PEXPIRE',c,j) s=i end return{1,tonumber(u[2]),y,s}",
 };
 
 export const heartbeat: LuaScript = {
@@ -30,17 +30,12 @@ export const release: LuaScript = {
   text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,g,h=ARGV[1],ARGV[2],'q:'..ARGV[3] local i=a('HMGET',b,'owner','fence','holds',h) if i[1]==f and i[2]==g then local j=tonumber(i[3]) if i[4] then return{1,j} end if j>1 then a('HSET',b,h,1) return{1,a('HINCRBY',b,'holds',-1)} end a('DEL',b) a('HSET',c,'released',g) if a('EXISTS',d)==1 then local k=a('TIME') local l=k[1]*1000000+k[2] local m=a('ZRANGEBYSCORE',e,'-inf',math.floor(l/1000),'LIMIT',0,100) if #m>0 then a('ZREM',d,unpack(m)) a('ZREM',e,unpack(m)) end local n=a('ZRANGE',d,0,0)[1] or '' local o,p,q,r=string.match(n,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$') if o then local s=tonumber(a('HGET',c,'last')or '0') local t=string.format('%d',math.max(s+1,l)) a('HSET',b,'owner',p,'fence',t,'holds',1,'q:'..n,1) a('PEXPIRE',b,q) a('HSET',c,'last',t) a('PEXPIRE',c,r) a('ZREM',d,n) a('ZREM',e,n) a('PUBLISH',redis.sha1hex(b),o..':'..t) end end return{1,0} end if a('HGET',c,'released')==g then return{1,0} end return{0}",
 };
 
-export const storeClaim: LuaScript = {
-  name: "store-claim",
-  text: "local a=redis.call local b=ARGV[1] if not string.match(b,'^[1-9][0-9]*$')or #b>16 or tonumber(b)>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local c=a('HMGET',KEYS[1],'fence','value') local d=tonumber(c[1] or '0') if tonumber(b)<d then return{0,d} end a('HSET',KEYS[1],'fence',b) local e=tonumber(ARGV[2]) if e>0 then a('PEXPIRE',KEYS[1],e)end if c[2] then return{1,tonumber(b),'v:'..c[2]}end return{1,tonumber(b)}",
+export const storeFence: LuaScript = {
+  name: "store-fence",
+  text: "local a=redis.call local b,c,d=ARGV[1],tonumber(ARGV[2]),ARGV[3] local e=tonumber(b) if not string.match(b,'^[1-9][0-9]*$')or e>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local f=a('HMGET',KEYS[1],'fence','value') local g=tonumber(f[1] or '0') if not f[1] and c>0 then local h=a('TIME') g=h[1]*1000000+h[2]-c*1000 end if e<g then return{0,g} end if d then a('HSET',KEYS[1],'fence',b,'value',d) else a('HSET',KEYS[1],'fence',b) end if c>0 then a('PEXPIRE',KEYS[1],c)end if f[2] and not d then return{1,e,'v:'..f[2]}end return{1,e}",
 };
 
 export const storeRead: LuaScript = {
   name: "store-read",
   text: "local a=redis.call local b=a('HMGET',KEYS[1],'fence','value') local c=tonumber(b[1] or '0') if b[2] then return{c,'v:'..b[2]}end return{c}",
-};
-
-export const storeWrite: LuaScript = {
-  name: "store-write",
-  text: "local a=redis.call local b=ARGV[1] if not string.match(b,'^[1-9][0-9]*$')or #b>16 or tonumber(b)>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local c=tonumber(a('HGET',KEYS[1],'fence')or '0') if tonumber(b)<c then return{0,c} end a('HSET',KEYS[1],'fence',b,'value',ARGV[2]) local d=tonumber(ARGV[3]) if d>0 then a('PEXPIRE',KEYS[1],d)end return{1,tonumber(b)}",
 };

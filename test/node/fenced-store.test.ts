@@ -79,7 +79,9 @@ describe("fenced store", () => {
     expect(await staleError(store.claim("doc", 8))).toMatchObject({ highestFence: 9 });
   });
 
-  it.each([0, -1, 1.5, 2 ** 53, Number.NaN, "12", null])("refuses the malformed fence %s before any request", async (fence) => {
+  // The last two are safe integers, but later than any lease could have minted (an hour ahead of now, in µs).
+  const future = (Date.now() + 2 * 3_600_000) * 1000;
+  it.each([0, -1, 1.5, 2 ** 53, Number.NaN, "12", null, 2 ** 53 - 1, future])("refuses the malformed fence %s before any request", async (fence) => {
     const { store } = setup("malformed");
     await expect(store.write("doc", 1, fence as number)).rejects.toBeInstanceOf(LockConfigError);
     await expect(store.claim("doc", fence as number)).rejects.toBeInstanceOf(LockConfigError);
@@ -92,19 +94,38 @@ describe("fenced store", () => {
     await store.write("doc", "honest", 100);
     const key = `${prefix}:{doc}:data`;
     for (const forged of ["1e20", "99999999999999999", "-5", "007", "12abc", ""]) {
-      await expect(redis.eval(scripts.storeWrite.text, [key], [forged, "evil", "0"])).rejects.toThrow(/malformed fence/);
-      await expect(redis.eval(scripts.storeClaim.text, [key], [forged, "0"])).rejects.toThrow(/malformed fence/);
+      await expect(redis.eval(scripts.storeFence.text, [key], [forged, "0", "evil"])).rejects.toThrow(/malformed fence/);
+      await expect(redis.eval(scripts.storeFence.text, [key], [forged, "0"])).rejects.toThrow(/malformed fence/);
     }
     expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
   });
 
   it("rejects undefined values and keeps data without TTL unless asked", async () => {
-    const { redis, prefix, store } = setup("ttl");
+    const { redis, prefix, locks, store } = setup("ttl");
     await expect(store.write("doc", undefined, 1)).rejects.toThrow(/expected a JSON value/);
     await store.write("doc", 1, 1);
     expect(await redis.pttl(`${prefix}:{doc}:data`)).toBe(-1);
     const expiring = createFencedStore({ redis, prefix, ttlMs: 60_000 });
-    await expiring.write("temp", 1, 1);
+    await locks.withLock("temp", (lease) => expiring.write("temp", 1, lease.fence));
     expect(await redis.pttl(`${prefix}:{temp}:data`)).toBeGreaterThan(59_000);
+  });
+
+  it("refuses a paused holder's write after the newer holder's record expired (ttlMs)", async () => {
+    const { redis, prefix, locks } = setup("ttl-stale", 200);
+    const store = createFencedStore({ redis, prefix, ttlMs: 1_000 });
+    const a = await locks.acquire("doc");
+    await sleep(300); // A pauses past its lease
+    const b = await locks.acquire("doc", { waitMs: 0 });
+    await store.write("doc", "by B", b.fence);
+    await b.release();
+    await sleep(1_200); // idle past ttlMs: the record, and the highest fence it saw, expire
+    expect(await store.read("doc")).toBeNull();
+    // A's fence was minted before the record could have expired: it may be older than B's.
+    await staleError(store.write("doc", "by stale A", a.fence));
+    await staleError(store.claim("doc", a.fence));
+    expect(await store.read("doc")).toBeNull();
+    // A holder that came after is not held back.
+    await locks.withLock("doc", (c) => store.write("doc", "by C", c.fence));
+    expect((await store.read("doc"))?.value).toBe("by C");
   });
 });

@@ -56,6 +56,20 @@ describe("requireFence", () => {
     },
   );
 
+  it("answers 400 to a fence from the future, which would otherwise lock every honest holder out", async () => {
+    const { app, locks, store } = blobService();
+    // Fences are server time in µs: no lease mints one an hour ahead of now.
+    for (const forged of ["9007199254740991", String((Date.now() + 2 * 3_600_000) * 1000)]) {
+      const res = await put(app, forged);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ title: "Malformed fencing token" });
+    }
+    const lease = await locks.acquire("invoice-42");
+    expect((await put(app, String(lease.fence))).status).toBe(200);
+    expect(await store.read("invoice-42")).toEqual({ value: "paid", fence: lease.fence });
+    await lease.release();
+  });
+
   it("answers 409 with the highest fence seen when the token is stale, and keeps the newer value", async () => {
     const { app, store } = blobService();
     await store.write("invoice-42", "refunded", 500);
