@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { createFencedStore, createLocks, LockConfigError, StaleFenceError } from "../../src/index.ts";
+import { createFencedStore, createLocks, LockConfigError, LockUnavailableError, StaleFenceError } from "../../src/index.ts";
 import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
+import { withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
 function setup(label: string, leaseMs = 10_000) {
@@ -108,6 +109,27 @@ describe("fenced store", () => {
     const expiring = createFencedStore({ redis, prefix, ttlMs: 60_000 });
     await locks.withLock("temp", (lease) => expiring.write("temp", 1, lease.fence));
     expect(await redis.pttl(`${prefix}:{temp}:data`)).toBeGreaterThan(59_000);
+  });
+
+  it("with a client that does not retry, a write reported failed never lands after the next one", async () => {
+    const prefix = uniquePrefix("no-retry");
+    const warm = createFencedStore({ redis: upstash(), prefix });
+    const store = createFencedStore({ redis: upstash({ retry: false }), prefix, timeoutMs: 100 });
+    const fence = 1_785_000_000_000_000;
+    await warm.write("doc", "v0", fence); // script loaded
+    let failed = 0;
+    await withFetch(
+      (real) => async (input, init) => {
+        if (failed++ < 2 && String(init?.body).includes("first")) throw new TypeError("fetch failed: connection reset");
+        return real(input, init);
+      },
+      async () => {
+        await expect(store.write("doc", "first", fence)).rejects.toBeInstanceOf(LockUnavailableError);
+        await store.write("doc", "second", fence); // the same holder writes again
+        await sleep(400); // a retrying client would send "first" again by now (after 50 + 136 ms)
+      },
+    );
+    expect((await warm.read("doc"))?.value).toBe("second");
   });
 
   it("refuses a paused holder's write after the newer holder's record expired (ttlMs)", async () => {
