@@ -37,8 +37,7 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string):
         stream = openStream(redis, await sha1Hex(lockKey), ticket);
         // The attempt after the confirmation catches a release made before it. Without one in
         // time (a proxy may buffer the stream) it attempts anyway, and polls until one comes.
-        await stream.ready(waitMs, signal);
-        return;
+        if (await stream.ready(waitMs, signal)) return;
       }
       if (!stream.live) return pollWaiter.pause(tries, busy, budgetMs, signal);
       return stream.message(waitMs, signal);
@@ -48,8 +47,8 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string):
 }
 
 interface WakeStream {
-  /** Resolves once subscribed, once the stream failed, or after `ms`. */
-  ready(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Waits up to `ms` for the confirmation; false if the stream failed instead. */
+  ready(ms: number, signal?: AbortSignal): Promise<boolean>;
   readonly live: boolean;
   /** Resolves with the fence of the next handover to this waiter (or one since the last call), or after `ms`. */
   message(ms: number, signal?: AbortSignal): Promise<number | undefined>;
@@ -100,7 +99,10 @@ function openStream(redis: RedisClient, channel: string, ticket: string): WakeSt
     get live() {
       return live;
     },
-    ready: (ms, signal) => until(() => live || failed, ms, signal),
+    async ready(ms, signal) {
+      await until(() => live || failed, ms, signal);
+      return !failed;
+    },
     async message(ms, signal) {
       await until(() => granted !== undefined || failed, ms, signal);
       const fence = granted;

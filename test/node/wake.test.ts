@@ -102,6 +102,22 @@ describe("push wake-ups", () => {
     await lease.release();
   });
 
+  it("polls with backoff, not at once, when the client cannot subscribe", async () => {
+    const prefix = uniquePrefix("push-nostream");
+    const holder = await heldLock(prefix);
+    const real = upstash();
+    const sentAt: number[] = [];
+    // A client of its own with the two calls fencelock needs, and no SUBSCRIBE.
+    const client: RedisClient = {
+      evalsha: (sha, keys, args) => (sentAt.push(performance.now()), real.evalsha(sha, keys, args)),
+      eval: (script, keys, args) => real.eval(script, keys, args),
+    };
+    setTimeout(() => void holder.release(), 500);
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    await lease.release();
+    expect((sentAt[1] ?? 0) - (sentAt[0] ?? 0)).toBeGreaterThanOrEqual(40); // the shortest backoff is 50 ms
+  });
+
   it("gets a lock that expires without a release", async () => {
     const prefix = uniquePrefix("push-expiry");
     await heldLock(prefix, 600);
