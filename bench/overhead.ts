@@ -21,7 +21,7 @@ import { now } from "./harness/timing.ts";
 const ROUNDS = Number(process.env.ROUNDS ?? 2_000);
 const WARM_ROUNDS = 300;
 /** Cycles per variant in the untimed run that Redis CPU comes from. */
-const REDIS_CPU_CYCLES = 300;
+const REDIS_CPU_CYCLES = 1_000;
 
 /** The client's calls, each timed from hand-over to reply; `last` is the latest request's ms. */
 function timedClient(redis: Redis) {
