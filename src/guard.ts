@@ -1,4 +1,5 @@
-import { LockTimeoutError, LockUnavailableError } from "./errors.ts";
+import { LockTimeoutError, LockUnavailableError, type LockConfigError } from "./errors.ts";
+import { checkName } from "./keys.ts";
 import type { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
 import type { Problem } from "./problem.ts";
@@ -21,9 +22,17 @@ export interface Refusal {
   headers: Record<string, string>;
 }
 
-/** Takes the lock for one request, or says why not: busy (423) or Redis unreachable (503). */
+/**
+ * Takes the lock for one request, or says why not: a name the request made unusable (400),
+ * busy (423) or Redis unreachable (503). No name at all is a routing mistake, thrown.
+ */
 export async function enterGuard(locks: Locks, name: string, settings: GuardSettings): Promise<Lease | Refusal> {
   const { waitMs, leaseMs, wake, signal } = settings;
+  try {
+    if (name) checkName(name);
+  } catch (error) {
+    return badName(error as LockConfigError);
+  }
   try {
     return await locks.acquire(name, { waitMs, leaseMs, wake, signal });
   } catch (error) {
@@ -39,6 +48,52 @@ export async function leaveGuard(lease: Lease, background: WaitUntil | undefined
   const release = lease.release().catch(() => undefined);
   if (background) background.waitUntil(release);
   else await release;
+}
+
+/**
+ * Releases once the response has been sent. A body may be a stream the handler is still
+ * writing, which is guarded work too: the lease is held until the body has been read to its
+ * end, failed or been cancelled, and that release goes to `ctx.waitUntil` where there is one,
+ * so the isolate lives until it is done. A response without a body is left as leaveGuard does.
+ */
+export async function leaveWhenSent(
+  response: Response,
+  lease: Lease,
+  ctx: WaitUntil | undefined,
+  release: "await" | "waitUntil",
+): Promise<Response> {
+  const body = response.body;
+  if (!body) {
+    await leaveGuard(lease, release === "waitUntil" ? ctx : undefined);
+    return response;
+  }
+  let sent!: () => void;
+  const released = new Promise<void>((resolve) => (sent = resolve)).then(() => leaveGuard(lease, undefined));
+  ctx?.waitUntil(released);
+  const reader = body.getReader();
+  return new Response(new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const chunk = await reader.read();
+        if (chunk.done) (controller.close(), sent());
+        else controller.enqueue(chunk.value);
+      } catch (error) {
+        controller.error(error);
+        sent();
+      }
+    },
+    cancel(reason) {
+      sent();
+      return reader.cancel(reason);
+    },
+  }), response);
+}
+
+function badName(error: LockConfigError): Refusal {
+  return {
+    problem: { type: "urn:fencelock:problem:bad-lock-name", title: "Bad lock name", status: 400, detail: error.message },
+    headers: {},
+  };
 }
 
 function locked(retryAfterMs: number): Refusal {

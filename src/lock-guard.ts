@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { enterGuard, leaveGuard, type Refusal } from "./guard.ts";
+import { enterGuard, leaveGuard, leaveWhenSent, type Refusal } from "./guard.ts";
 import { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
 import { problemResponse } from "./problem.ts";
@@ -31,7 +31,8 @@ export interface LockGuardOptions {
  * Lets one request at a time through a route, per lock name. Others get `423 Locked` with
  * `Retry-After`. The handler finds the lease in `c.get("lease")`: heartbeat it when work
  * runs long, pass `lease.signal` to downstream fetches and `lease.fence` to storage. The
- * lock is released after the handler, whether it returned or threw.
+ * lock is released once the response body has been sent (a streamed body is guarded work too),
+ * or at once when the handler throws.
  *
  * @example
  * const app = new Hono<{ Variables: LockVariables }>();
@@ -58,11 +59,16 @@ export function lockGuard({
     const entered = await enterGuard(lockSet, name(c) ?? "", { waitMs, leaseMs, wake, signal });
     if (!(entered instanceof Lease)) return onLocked(c, entered);
     c.set("lease", entered);
+    const ctx = executionContext(c);
     try {
       await next();
-    } finally {
-      await leaveGuard(entered, release === "waitUntil" ? executionContext(c) : undefined);
+    } catch (error) {
+      await leaveGuard(entered, release === "waitUntil" ? ctx : undefined);
+      throw error;
     }
+    // Hono turns a handler's error into c.error and an error response (no work left to guard).
+    if (c.error) await leaveGuard(entered, release === "waitUntil" ? ctx : undefined);
+    else c.res = await leaveWhenSent(c.res, entered, ctx, release);
   };
 }
 

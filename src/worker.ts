@@ -1,4 +1,4 @@
-import { enterGuard, leaveGuard, type Refusal, type WaitUntil } from "./guard.ts";
+import { enterGuard, leaveGuard, leaveWhenSent, type Refusal, type WaitUntil } from "./guard.ts";
 import { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
 import { problemResponse } from "./problem.ts";
@@ -25,7 +25,8 @@ export type GuardedHandler<Env, Ctx> = (request: Request, env: Env, ctx: Ctx, le
 
 /**
  * lockGuard for a plain Workers `fetch` handler, without Hono: one request at a time per
- * lock name, 423 with Retry-After for the others, release after the handler returns or throws.
+ * lock name, 423 with Retry-After for the others, release once the response body has been
+ * sent (a streamed body is guarded work too), or at once when the handler throws.
  *
  * @example
  * export default {
@@ -43,10 +44,13 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
     const signal = waitMs > 0 ? request.signal : undefined;
     const entered = await enterGuard(locks(env), name(request, env) ?? "", { waitMs, leaseMs, wake, signal });
     if (!(entered instanceof Lease)) return onLocked(request, entered);
+    let response: Response;
     try {
-      return await handler(request, env, ctx, entered);
-    } finally {
+      response = await handler(request, env, ctx, entered);
+    } catch (error) {
       await leaveGuard(entered, release === "waitUntil" ? ctx : undefined);
+      throw error;
     }
+    return leaveWhenSent(response, entered, ctx, release);
   };
 }

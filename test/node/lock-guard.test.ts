@@ -1,0 +1,50 @@
+import { Hono } from "hono";
+import { stream } from "hono/streaming";
+import { describe, expect, it } from "vitest";
+import { createLocks } from "../../src/index.ts";
+import { lockGuard, type LockVariables } from "../../src/hono.ts";
+import { sleep } from "../../src/wait.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+describe("lockGuard", () => {
+  it("holds the lock while a streamed body is still being written, and lets it go once sent", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-stream") });
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.post("/jobs/:id", lockGuard({ locks, name: (c) => `job:${c.req.param("id")}` }), (c) => {
+      const lease = c.get("lease");
+      return stream(c, async (body) => {
+        await sleep(300); // the work goes on after the handler returned its Response
+        await body.write(lease.signal.aborted ? "lease lost" : `fence ${lease.fence}`);
+      });
+    });
+    const first = await app.request("/jobs/1", { method: "POST" });
+    const second = await app.request("/jobs/1", { method: "POST" });
+    expect(second.status).toBe(423);
+    expect(await first.text()).toMatch(/^fence \d+$/);
+    expect((await locks.inspect("job:1")).held).toBe(false);
+  });
+
+  it("lets the lock go when the client stops reading the body", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-cancel") });
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.get("/feed", lockGuard({ locks, name: () => "feed" }), (c) =>
+      stream(c, async (body) => {
+        for (let i = 0; i < 100 && !body.aborted; i++) await body.write(`${i}\n`).then(() => sleep(20));
+      }));
+    const response = await app.request("/feed");
+    const reader = response.body?.getReader();
+    await reader?.read();
+    await reader?.cancel();
+    await sleep(100);
+    expect((await locks.inspect("feed")).held).toBe(false);
+  });
+
+  it("answers 400, not 500, when the name built from the request is not a usable lock name", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-name") });
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.post("/orders/:id", lockGuard({ locks, name: (c) => `order:${c.req.param("id")}` }), (c) => c.json({ ok: true }));
+    const response = await app.request(`/orders/${"x".repeat(600)}`, { method: "POST" });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ status: 400, detail: expect.stringMatching(/over the limit of 512/) });
+  });
+});
