@@ -58,7 +58,7 @@ export function checkValue(value: unknown, what: string): SqlValue {
 }
 
 // Not `[`: SQLite reads it as a quote, Postgres as a subscript, and the scan must never
-// think it is inside quotes where the database thinks it is not.
+// think it is inside quotes where the database thinks it is not; so it is refused.
 const QUOTES = "'\"`";
 
 // Positional placeholders are refused because one inside an expression would shift every
@@ -77,6 +77,7 @@ function findProblem(strings: readonly string[]): string | null {
       } else if (QUOTES.includes(c)) closing = c;
       else if (pair === "::") i++; // a Postgres cast, not a named parameter
       else if (c === ";") return "a `;` would end the statement";
+      else if (c === "[" || c === "]") return "a `[` or `]` (a quote to SQLite, a subscript to Postgres) cannot be scanned safely";
       else if (pair === "--" || pair === "/*") return "a comment could hide the rest of the statement";
       else if ("?$@:".includes(c)) return `a \`${c}\` placeholder would misnumber the parameters (interpolate \${value} instead)`;
       else if (c === "(") depth++;

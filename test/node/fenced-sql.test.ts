@@ -253,7 +253,9 @@ describe("fenced SQL text", () => {
       [() => sql`name = 'open`, /quote/],
       [() => sql`name = '${"x"}'`, /inside quotes/],
       [() => sql`E'\\'' || $1 || 'x''`, /backslash/],
-      [() => sql`tags[?]`, /placeholder/],
+      // SQLite reads [a'] as a quoted name; a scan that saw a quote there would miss the `)`.
+      [() => sql`EXISTS (SELECT 1 AS [a'])) OR (1 = 1 OR EXISTS (SELECT 1 AS [b'])`, /\[/],
+      [() => sql`tags[?]`, /\[/],
       [() => sql`  `, /empty/],
       [() => sql`remaining - ${{} as never}`, /value/],
       [() => sql`remaining - ${Number.NaN}`, /value/],
