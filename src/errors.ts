@@ -38,7 +38,10 @@ export class LockLostError extends LockError {
   }
 }
 
-/** A write carried a fence lower than one the storage has already seen. */
+/**
+ * A write carried a fence lower than one the storage has already seen (`highestFence`), or,
+ * for a fenced store with ttlMs whose record expired, minted before it could have expired.
+ */
 export class StaleFenceError extends LockError {
   override readonly name = "StaleFenceError";
   readonly fence: number;
@@ -46,7 +49,7 @@ export class StaleFenceError extends LockError {
   constructor(resource: string, fence: number, highestFence: number) {
     super(
       "STALE_FENCE",
-      `Write to "${resource}" with fence ${fence} rejected: fence ${highestFence} was already seen.`,
+      `Write to "${resource}" with fence ${fence} rejected: fences below ${highestFence} are stale here.`,
     );
     this.fence = fence;
     this.highestFence = highestFence;

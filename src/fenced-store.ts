@@ -12,7 +12,7 @@ export interface Fenced<T> {
 }
 
 export interface FencedStore {
-  /** Registers `fence` before a read-modify-write; throws StaleFenceError if a higher one was seen. */
+  /** Registers `fence` before a read-modify-write; throws StaleFenceError if a higher one was seen (see ttlMs). */
   claim(resource: string, fence: number): Promise<void>;
   /** Stores `value` (any JSON) iff `fence` is at least the highest seen; else StaleFenceError. */
   write(resource: string, value: unknown, fence: number): Promise<void>;

@@ -84,10 +84,9 @@ export class Lease implements AsyncDisposable {
     }
     const sentAt = performance.now();
     const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs);
-    if (ttlMs === null) {
-      this.#end("it expired or passed to another holder");
-      throw this.#lostError();
-    }
+    if (ttlMs === null) this.#end("it expired or passed to another holder");
+    // Also when it lapsed here while the heartbeat was on its way: lost stays lost.
+    if (ttlMs === null || this.#lostWhy !== undefined) throw this.#lostError();
     this.#extendTo(sentAt + ttlMs - driftMs(ttlMs));
   }
 

@@ -4,7 +4,7 @@ import { checkFence } from "./fence.ts";
 import { checkName, lockKeys, newToken } from "./keys.ts";
 import { Lease, driftMs } from "./lease.ts";
 import {
-  acquireOptionsSchema, heldOwnerSchema, locksOptionsSchema, parseOptions, tryAcquireOptionsSchema,
+  acquireOptionsSchema, locksOptionsSchema, ownerToken, parseOptions, tryAcquireOptionsSchema,
   type AcquireOptions, type LocksConfig, type LocksOptions, type TryAcquireOptions,
 } from "./options.ts";
 import { integers, runScript } from "./redis.ts";
@@ -166,6 +166,6 @@ async function keepUnlessAborted(lease: Lease, signal: AbortSignal | undefined):
 function checkHeld(held: HeldLease): HeldLease {
   const { name, owner, fence } = held ?? {};
   checkName(name);
-  parseOptions(heldOwnerSchema, { owner }, "lease to resume");
+  parseOptions(ownerToken, owner, "lease to resume");
   return { name, owner, fence: checkFence(fence, "lease to resume") };
 }

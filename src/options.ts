@@ -51,10 +51,10 @@ export type FencedStoreOptions = z.input<typeof storeOptionsSchema>;
 export type LocksOptions = z.input<typeof locksOptionsSchema>;
 export type LocksConfig = z.output<typeof locksOptionsSchema>;
 
-const ownerToken = z.string("expected a string").check(z.regex(/^[0-9a-f]{32}$/, "expected lease.owner: 32 hex characters"));
-
-/** What resume() checks of a held lease beyond its name and fence. */
-export const heldOwnerSchema = z.object({ owner: ownerToken });
+/** An owner token, as acquire({ owner }) and resume() take it. */
+export const ownerToken = z.string("expected lease.owner: 32 hex characters").check(
+  z.regex(/^[0-9a-f]{32}$/, "expected lease.owner: 32 hex characters"),
+);
 
 export const acquireOptionsSchema = z.strictObject({
   waitMs: z.optional(ms(0, 600_000)),

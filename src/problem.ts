@@ -20,7 +20,7 @@ export const STALE_FENCE_PROBLEM = "urn:fencelock:problem:stale-fence";
 /** The 409 for a StaleFenceError; `fencedFetch` turns it back into the error on the client. */
 export function staleFenceProblem(
   error: { fence: number; highestFence: number },
-  detail = `Fence ${error.fence} is older than fence ${error.highestFence}, already seen here.`,
+  detail = `Fence ${error.fence} is stale here: fences below ${error.highestFence} are refused.`,
 ): Problem {
   return { type: STALE_FENCE_PROBLEM, title: "Stale fencing token", status: 409, detail,
     fence: error.fence, highestFence: error.highestFence };

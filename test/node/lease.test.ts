@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createLocks, LockLostError, LockUnavailableError } from "../../src/index.ts";
+import { createLocks, LockLostError, LockUnavailableError, type RedisClient } from "../../src/index.ts";
 import { driftMs } from "../../src/lease.ts";
 import { scriptSha1 } from "../../src/redis.ts";
 import * as scripts from "../../src/scripts.gen.ts";
@@ -76,6 +76,30 @@ describe("validity on the client", () => {
     expect(outer.remainingMs()).toBeGreaterThan(9_000);
     expect(await createLocks({ redis: upstash(), prefix }).tryAcquire("job")).toBeNull();
     expect(await outer.release()).toBe("released");
+  });
+
+  it("fails a heartbeat during which the lease lapsed here, as its aborted signal already says", async () => {
+    const real = upstash();
+    const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
+    // The server extends the lease, but the reply takes longer than the 60 ms left here.
+    const slowHeartbeats: RedisClient = {
+      evalsha: async (sha, keys, args) => {
+        const reply = await real.evalsha(sha, keys, args);
+        if (sha === heartbeatSha1) await sleep(150);
+        return reply as never;
+      },
+      eval: (text, keys, args) => real.eval(text, keys, args),
+    };
+    const locks = createLocks({ redis: slowHeartbeats, prefix: uniquePrefix("hb-late"), leaseMs: 300 });
+    await (await locks.acquire("warm")).heartbeat(); // heartbeat script loaded
+    const lease = await locks.acquire("job");
+    const { signal } = lease;
+    await sleep(lease.remainingMs() - 60);
+    const outcome = await lease.heartbeat().catch((error: unknown) => error);
+    expect(signal.aborted).toBe(true);
+    expect(outcome).toBeInstanceOf(LockLostError);
+    expect(lease.remainingMs()).toBe(0);
+    await lease.release();
   });
 
   it("aborts the signal when the lease lapses without a heartbeat", async () => {
