@@ -47,11 +47,11 @@ export async function countCommands(groups: Client[][], stats: RedisStats, talli
     const client = clients[0];
     const tally = tallies[i];
     if (!client || !tally) continue;
-    const cpuBefore = await stats.cpuMicros();
     const before = await stats.commands();
+    const cpuBefore = await stats.cpuMicros();
     for (let n = 0; n < cycles; n++) await oneCycle(client, `uncontended:${client.index}`);
-    const ran = commandDelta(before, await stats.commands());
     const micros = (await stats.cpuMicros()) - cpuBefore;
+    const ran = commandDelta(before, await stats.commands());
     // Scaled to the measured cycles, so that commandsPerOp and redisMicrosPerOp divide out the same way.
     const scale = tally.ops / cycles;
     for (const [name, count] of Object.entries(ran)) {

@@ -81,7 +81,7 @@ describe("fenced SQL on real SQLite (D1 in workerd)", () => {
   it("stores the largest fences it accepts exactly, and refuses one no lease could have minted yet", async () => {
     const t = await table({ id: "a" });
     await refused(write(t, "a", "future", Number.MAX_SAFE_INTEGER), "LockConfigError");
-    const max = (Date.now() + 3_000_000) * 1000 + 1; // odd, 51 bits: a float's rounding would show
+    const max = (Date.now() + 3_000_000) * 1000 + 1; // near the top of what is accepted: 51 bits through BIGINT
     await ok(write(t, "a", "max", max));
     expect(await refused(write(t, "a", "below", max - 1), "StaleFenceError")).toMatchObject({ highestFence: max });
     expect(await rows(t)).toEqual([{ id: "a", value: "max", remaining: 0, fence: max }]);
