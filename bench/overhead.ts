@@ -5,8 +5,9 @@
 // - its scripts alone: the same two EVALSHA requests through the same client, nothing around them;
 // - @upstash/lock: new Lock().acquire() + release().
 // Client time is each call's time less the time of the request inside it (timed where the
-// library hands it to @upstash/redis), so the network and the server cancel out. Redis CPU is
-// what Redis' main thread spends on each variant's cycle (INFO cpu), from an untimed run afterwards.
+// library hands it to @upstash/redis), so the network and the server cancel out. Redis time is
+// what Redis spends executing each variant's commands (INFO commandstats), from an untimed run
+// of each variant alone afterwards.
 import { Lock } from "@upstash/lock";
 import { Redis } from "@upstash/redis";
 import { createLocks, type RedisClient } from "../src/index.ts";
@@ -14,14 +15,15 @@ import { lockKeys } from "../src/keys.ts";
 import { scriptSha1 } from "../src/redis.ts";
 import * as scripts from "../src/scripts.gen.ts";
 import { RedisStats } from "./harness/commandstats.ts";
+import { installFetchCounter } from "./harness/requests.ts";
 import { startServerProcess } from "./harness/server.ts";
 import { quantile } from "./harness/stats.ts";
 import { now } from "./harness/timing.ts";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 2_000);
 const WARM_ROUNDS = 300;
-/** Cycles per variant in the untimed run that Redis CPU comes from. */
-const REDIS_CPU_CYCLES = 1_000;
+/** Cycles per variant in the untimed run that Redis time comes from. */
+const REDIS_CYCLES = 1_000;
 
 /** The client's calls, each timed from hand-over to reply; `last` is the latest request's ms. */
 function timedClient(redis: Redis) {
@@ -100,21 +102,24 @@ async function main(): Promise<void> {
   }
 }
 
-/** CPU µs Redis' main thread spends on one cycle of each variant, over an untimed run of each alone. */
+/** µs Redis spends executing one cycle of each variant, over an untimed run of each alone. */
 async function redisMicrosPerCycle(
   redisUrl: string,
   variants: Record<string, () => Promise<() => Promise<unknown>>>,
 ): Promise<Record<string, number>> {
   const stats = new RedisStats(redisUrl);
+  const restoreFetch = installFetchCounter(); // names the commands each variant sends
   try {
     const micros: Record<string, number> = {};
     for (const [name, acquire] of Object.entries(variants)) {
-      const before = await stats.cpuMicros();
-      for (let n = 0; n < REDIS_CPU_CYCLES; n++) await (await acquire())();
-      micros[name] = ((await stats.cpuMicros()) - before) / REDIS_CPU_CYCLES;
+      const { micros: total } = await stats.timeSent(async () => {
+        for (let n = 0; n < REDIS_CYCLES; n++) await (await acquire())();
+      });
+      micros[name] = total / REDIS_CYCLES;
     }
     return micros;
   } finally {
+    restoreFetch();
     await stats.close();
   }
 }
@@ -132,7 +137,7 @@ function report(samples: Record<string, Sample[]>, redisMicros: Record<string, n
   const p50 = (values: number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
   const fencelock = p50((samples.fencelock ?? []).map((s) => s.cycle));
   console.log(`${ROUNDS} rounds, one cycle of each variant per round in random order; p50s\n`);
-  console.log("| variant | cycle ms | its ÷ fencelock's cycle | client µs per acquire | client µs per release | Redis CPU µs per cycle |\n|---|---:|---:|---:|---:|---:|");
+  console.log("| variant | cycle ms | its ÷ fencelock's cycle | client µs per acquire | client µs per release | Redis µs per cycle |\n|---|---:|---:|---:|---:|---:|");
   for (const [name, rows] of Object.entries(samples)) {
     const cycle = p50(rows.map((s) => s.cycle));
     const acquire = p50(rows.map((s) => s.clientAcquire)) * 1000;

@@ -1,4 +1,5 @@
 import { Redis as IORedis } from "ioredis";
+import { countedAs, RequestCounter } from "./requests.ts";
 
 /** Calls per command name, as Redis counts them (commands run inside Lua scripts included). */
 export type CommandCounts = Record<string, number>;
@@ -12,14 +13,30 @@ export class RedisStats {
   }
 
   /**
-   * CPU time Redis' main thread has used, in µs: commands, scripts and the reading and writing
-   * of every request. The kernel accounts it to the nanosecond, so deltas over a few hundred
-   * cycles are exact enough; Redis' own housekeeping (ten times a second) is in it too.
+   * Runs `work` and reports the commands Redis ran for it (those scripts called included) and
+   * the µs Redis spent executing the commands `work` sent, each at its name's mean execution
+   * time (INFO commandstats); a script's time includes the commands it called. The names sent
+   * are counted at the transport, so the fetch counter must be installed.
    */
-  async cpuMicros(): Promise<number> {
-    const text = await this.#redis.info("cpu");
-    const seconds = (field: string) => Number(new RegExp(`^${field}:([\\d.]+)`, "m").exec(text)?.[1] ?? Number.NaN);
-    return (seconds("used_cpu_sys_main_thread") + seconds("used_cpu_user_main_thread")) * 1e6;
+  async timeSent(work: () => Promise<void>): Promise<{ ran: CommandCounts; micros: number }> {
+    const sent = new RequestCounter();
+    const [callsBefore, microsBefore] = [await this.commands(), await this.#commandMicros()];
+    await countedAs(sent, work);
+    const ranMicros = commandDelta(microsBefore, await this.#commandMicros());
+    const ran = commandDelta(callsBefore, await this.commands());
+    const micros = Object.entries(sent.commands)
+      .reduce((sum, [name, count]) => sum + (count * (ranMicros[name] ?? 0)) / (ran[name] || 1), 0);
+    return { ran, micros };
+  }
+
+  async #commandMicros(): Promise<CommandCounts> {
+    const text = await this.#redis.info("commandstats");
+    const micros: CommandCounts = {};
+    for (const match of text.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) {
+      const [, name = "", usec = "0"] = match;
+      micros[name] = Number(usec);
+    }
+    return micros;
   }
 
   async commands(): Promise<CommandCounts> {

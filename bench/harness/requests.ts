@@ -9,6 +9,8 @@ export class RequestCounter {
   requests = 0;
   /** Of those, SSE subscription streams opened. */
   streams = 0;
+  /** The Redis commands those requests carried, by lowercase name (not those scripts ran). */
+  commands: Record<string, number> = {};
 }
 
 const scope = new AsyncLocalStorage<RequestCounter>();
@@ -21,12 +23,26 @@ export function countedAs<T>(counter: RequestCounter, fn: () => T): T {
   return scope.run(counter, fn);
 }
 
-function record(stream: boolean): void {
+function record(stream: boolean, commands: string[]): void {
   for (const counter of [allRequests, scope.getStore()]) {
     if (!counter) continue;
     counter.requests += 1;
     if (stream) counter.streams += 1;
+    for (const name of commands) counter.commands[name] = (counter.commands[name] ?? 0) + 1;
   }
+}
+
+/** The command names in an Upstash REST body: one command, or a list of them (/pipeline). */
+function commandsIn(body: unknown): string[] {
+  let parsed: unknown;
+  try {
+    parsed = typeof body === "string" ? JSON.parse(body) : undefined;
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(parsed)) return [];
+  const list: unknown[] = Array.isArray(parsed[0]) ? parsed : [parsed];
+  return list.flatMap((command) => (Array.isArray(command) ? [String(command[0]).toLowerCase()] : []));
 }
 
 /** Wraps globalThis.fetch; returns the function that restores it. */
@@ -34,7 +50,7 @@ export function installFetchCounter(): () => void {
   const original = globalThis.fetch;
   const counting: typeof fetch = (input, init) => {
     const url = input instanceof Request ? input.url : String(input);
-    record(/\/p?subscribe\//.test(new URL(url).pathname));
+    record(/\/p?subscribe\//.test(new URL(url).pathname), commandsIn(init?.body));
     return original(input, init);
   };
   globalThis.fetch = counting;
@@ -54,7 +70,7 @@ export async function countedConnection(redisUrl: string): Promise<IORedis> {
 function countCommands(client: IORedis): IORedis {
   const send = client.sendCommand.bind(client);
   client.sendCommand = (...args: Parameters<typeof send>) => {
-    record(false);
+    record(false, [args[0].name.toLowerCase()]);
     return send(...args);
   };
   return client;

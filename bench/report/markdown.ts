@@ -71,8 +71,9 @@ function method(results: BenchResults): string {
     "Each simulated client has its own `@upstash/redis` instance or ioredis connection, as separate isolates would",
     "(@upstash/redis auto-pipelines concurrent commands of one instance into one HTTP request). Requests are counted at the",
     "transport: every `fetch` @upstash/redis makes (SSE subscriptions included) and every command ioredis sends; Redis",
-    "commands come from `INFO commandstats` deltas, and Redis CPU µs per cycle from `INFO cpu` (main thread: commands,",
-    "scripts, reading and writing requests) over a separate untimed run of 200 sequential cycles per library.",
+    "commands come from `INFO commandstats` deltas. Redis µs per cycle: over a separate untimed run of 200 sequential",
+    "cycles per library, each command the client sent (named at the transport) at its mean execution time from",
+    "`INFO commandstats`; a script's time includes the commands it calls. Network, parsing and the HTTP server are not in it.",
     "Throughput times are performance.now() in the one benchmark process.",
     `Push wake-ups available: ${results.push.available ? "yes" : "no"}.`,
   ].join("\n");

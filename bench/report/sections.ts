@@ -11,7 +11,7 @@ export function uncontendedSection(rows: UncontendedRow[]): string {
   const concurrency = rows[0]?.concurrent.clients ?? 0;
   const headers = ["library", "transport", "sequential ops/s (middle half of rounds)", "fencelock ÷ this (round by round)",
     `${concurrency} clients ops/s (middle half of rounds)`, "fencelock ÷ this (round by round)",
-    "requests / cycle", "Redis cmds / cycle", "Redis CPU µs / cycle", "requests per acquire · heartbeat · release"];
+    "requests / cycle", "Redis cmds / cycle", "Redis µs / cycle", "requests per acquire · heartbeat · release"];
   const body = rows.map((r) => [
     r.label, r.transport.toUpperCase(),
     withSpread(r.sequential), ratioWithSpread(ours?.sequential, r.sequential),

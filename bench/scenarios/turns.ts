@@ -1,5 +1,5 @@
 // Sequential uncontended rounds: the libraries take turns cycle by cycle, one client each.
-import { commandDelta, type RedisStats } from "../harness/commandstats.ts";
+import type { RedisStats } from "../harness/commandstats.ts";
 import { allRequests } from "../harness/requests.ts";
 import { round } from "../harness/stats.ts";
 import { now } from "../harness/timing.ts";
@@ -37,8 +37,8 @@ export async function turnByTurn(groups: Client[][], msEach: number, tallies: Ta
 }
 
 /**
- * Redis commands and Redis CPU time per cycle, which turn-by-turn rounds cannot tell apart: a
- * counted run per library.
+ * Redis commands per cycle, and the time Redis spends executing them, which turn-by-turn
+ * rounds cannot tell apart: a counted run per library.
  */
 const COUNTED_CYCLES = 200;
 
@@ -47,11 +47,9 @@ export async function countCommands(groups: Client[][], stats: RedisStats, talli
     const client = clients[0];
     const tally = tallies[i];
     if (!client || !tally) continue;
-    const before = await stats.commands();
-    const cpuBefore = await stats.cpuMicros();
-    for (let n = 0; n < cycles; n++) await oneCycle(client, `uncontended:${client.index}`);
-    const micros = (await stats.cpuMicros()) - cpuBefore;
-    const ran = commandDelta(before, await stats.commands());
+    const { ran, micros } = await stats.timeSent(async () => {
+      for (let n = 0; n < cycles; n++) await oneCycle(client, `uncontended:${client.index}`);
+    });
     // Scaled to the measured cycles, so that commandsPerOp and redisMicrosPerOp divide out the same way.
     const scale = tally.ops / cycles;
     for (const [name, count] of Object.entries(ran)) {

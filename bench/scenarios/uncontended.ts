@@ -19,7 +19,7 @@ export interface Throughput {
   /** Redis commands per cycle from INFO commandstats, commands inside Lua included. */
   redisCommandsPerOp: number;
   commandsPerOp: CommandCounts;
-  /** CPU µs Redis' main thread spends on one cycle (INFO cpu); sequential cell only, else NaN. */
+  /** µs Redis spends executing one cycle's commands (INFO commandstats); sequential cell only, else NaN. */
   redisMicrosPerOp: number;
 }
 
