@@ -1,7 +1,7 @@
 /** Base class of every error fencelock throws; `code` is stable, the message is for people. */
 export class LockError extends Error {
   override readonly name: string = "LockError";
-  readonly code: string;
+  declare readonly code: string;
   constructor(code: string, message: string) {
     super(message);
     this.code = code;
@@ -11,10 +11,10 @@ export class LockError extends Error {
 /** `acquire` waited `waitMs` and the lock stayed busy. */
 export class LockTimeoutError extends LockError {
   override readonly name = "LockTimeoutError";
-  readonly lockName: string;
-  readonly waitedMs: number;
+  declare readonly lockName: string;
+  declare readonly waitedMs: number;
   /** The holder's remaining TTL at the last attempt: the earliest the lock frees up unless released. */
-  readonly retryAfterMs: number;
+  declare readonly retryAfterMs: number;
   constructor(lockName: string, waitedMs: number, retryAfterMs: number) {
     super(
       "LOCK_TIMEOUT",
@@ -29,8 +29,8 @@ export class LockTimeoutError extends LockError {
 /** The lease expired or passed to someone else; work done under it must stop. */
 export class LockLostError extends LockError {
   override readonly name = "LockLostError";
-  readonly lockName: string;
-  readonly fence: number;
+  declare readonly lockName: string;
+  declare readonly fence: number;
   constructor(lockName: string, fence: number, why: string) {
     super("LOCK_LOST", `Lease on "${lockName}" (fence ${fence}) is no longer held: ${why}.`);
     this.lockName = lockName;
@@ -44,8 +44,8 @@ export class LockLostError extends LockError {
  */
 export class StaleFenceError extends LockError {
   override readonly name = "StaleFenceError";
-  readonly fence: number;
-  readonly highestFence: number;
+  declare readonly fence: number;
+  declare readonly highestFence: number;
   constructor(resource: string, fence: number, highestFence: number) {
     super(
       "STALE_FENCE",
@@ -59,7 +59,7 @@ export class StaleFenceError extends LockError {
 /** An option, lock name, owner or fence was invalid; nothing was sent to Redis. */
 export class LockConfigError extends LockError {
   override readonly name = "LockConfigError";
-  readonly issues: readonly string[];
+  declare readonly issues: readonly string[];
   constructor(what: string, issues: readonly string[]) {
     super("LOCK_CONFIG", `Invalid ${what}: ${issues.join("; ")}`);
     this.issues = issues;

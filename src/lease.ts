@@ -29,8 +29,8 @@ export function driftMs(leaseMs: number): number {
  * when the lease lapses, is lost or is released, so fetches made under it stop too.
  */
 export class Lease implements AsyncDisposable {
-  readonly name: string;
-  readonly fence: number;
+  declare readonly name: string;
+  declare readonly fence: number;
   readonly #owner: string;
   readonly #leaseMs: number;
   readonly #backend: LeaseBackend;
