@@ -1,7 +1,7 @@
 import { LockConfigError, StaleFenceError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
 import { checkName, escapeName } from "./keys.ts";
-import { parseOptions, storeOptionsSchema, type FencedStoreOptions } from "./options.ts";
+import { parseOptions, readOptionsSchema, storeOptionsSchema, type FencedStoreOptions } from "./options.ts";
 import { runScript, type Reply } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 
@@ -50,11 +50,17 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
       await fenceAt(resource, fence, "claim");
     },
     async write(resource, value, fence) {
-      const text = JSON.stringify(value);
-      if (text === undefined) throw new LockConfigError("value", ["expected a JSON value, got undefined"]);
+      let text: string | undefined;
+      try {
+        text = JSON.stringify(value);
+      } catch {
+        // a BigInt, or an object that contains itself
+      }
+      if (text === undefined) throw new LockConfigError("value", [`expected a JSON value without cycles, got ${typeof value}`]);
       await fenceAt(resource, fence, "write", [text]);
     },
-    async read<T>(resource: string, { fence }: { fence?: number } = {}) {
+    async read<T>(resource: string, options?: { fence?: number }) {
+      const { fence } = parseOptions(readOptionsSchema, options, "read options");
       if (fence !== undefined) return decode<T>(await fenceAt(resource, fence, "claim"));
       checkName(resource, "resource name");
       return decode<T>(await run(scripts.storeRead, resource, []));

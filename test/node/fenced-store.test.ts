@@ -101,6 +101,25 @@ describe("fenced store", () => {
     expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
   });
 
+  it("refuses read options it does not know, so a misspelled fence never skips the claim", async () => {
+    const { store } = setup("read-options");
+    await expect(store.read("doc", { fense: 5 } as never)).rejects.toThrow(/unknown option "fense"/);
+    await expect(store.read("doc", { fence: "5" } as never)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(store.read("doc", null as never)).resolves.toBeNull();
+    expect(await store.read("doc")).toBeNull();
+  });
+
+  it("refuses values JSON cannot hold, saying what they were", async () => {
+    const { store } = setup("values-bad");
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    for (const [value, shown] of [[undefined, /undefined/], [() => 1, /function/], [10n, /bigint/], [circular, /without cycles, got object/]] as const) {
+      await expect(store.write("doc", value, 1)).rejects.toThrow(shown);
+      await expect(store.write("doc", value, 1)).rejects.toBeInstanceOf(LockConfigError);
+    }
+    expect(await store.read("doc")).toBeNull();
+  });
+
   it("rejects undefined values and keeps data without TTL unless asked", async () => {
     const { redis, prefix, locks, store } = setup("ttl");
     await expect(store.write("doc", undefined, 1)).rejects.toThrow(/expected a JSON value/);
