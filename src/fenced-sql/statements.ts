@@ -144,7 +144,19 @@ function report(row: Row, p: Placeholders): SqlStatement {
   return { text: `SELECT ${FENCE} FROM ${row.table} WHERE ${match(row, bind)}`, params };
 }
 
+/** Refuses keys the statement would ignore: a misspelled `where` must not drop the guard. */
+function checkShape(input: unknown, allowed: readonly string[], what: string): void {
+  if (typeof input !== "object" || input === null) throw new LockConfigError(what, ["expected an object"]);
+  const unknown = Object.keys(input).filter((key) => !allowed.includes(key));
+  if (unknown.length > 0) throw new LockConfigError(what, [`unknown option ${unknown.map((key) => `"${key}"`).join(", ")}`]);
+  const { upsert } = input as { upsert?: unknown };
+  if (upsert !== undefined && typeof upsert !== "boolean") {
+    throw new LockConfigError(what, [`upsert: expected true or false, got ${String(upsert)}`]);
+  }
+}
+
 export function buildWrite(write: FencedWrite, p: Placeholders): Built {
+  checkShape(write, ["table", "key", "fence", "set", "where", "upsert"], "fenced write");
   const row = checkRow(write, "fenced write");
   const isUpsert = write.upsert === true;
   const set = checkSet(write.set, row, isUpsert, "fenced write");
@@ -159,6 +171,7 @@ export function buildWrite(write: FencedWrite, p: Placeholders): Built {
 }
 
 export function buildClaim(claim: FencedClaim, p: Placeholders): Built {
+  checkShape(claim, ["table", "key", "fence", "upsert"], "fenced claim");
   const row = checkRow(claim, "fenced claim");
   const statement = claim.upsert === true ? upsert(row, [], p) : update(row, [], undefined, p);
   return { statement, report: report(row, p), resource: row.resource, fence: row.fence };

@@ -240,6 +240,17 @@ describe("fenced SQL text", () => {
     expect(addFenceColumnSql("docs")).toBe('ALTER TABLE "docs" ADD COLUMN "fence" BIGINT NOT NULL DEFAULT 0');
   });
 
+  it("refuses a write or claim with a key it does not know, or an upsert that is not a boolean", () => {
+    const base = { table: "events", key: { id: "e1" }, fence: F };
+    // A misspelled `where` would otherwise drop the guard, and sell what is not there.
+    expect(() => fencedWriteSql({ ...base, set: { remaining: sql`remaining - ${1}` }, Where: sql`remaining >= ${1}` } as never))
+      .toThrow(/unknown option "Where"/);
+    expect(() => fencedWriteSql({ ...base, set: { a: 1 }, upsert: "true" } as never)).toThrow(/upsert: expected true or false/);
+    expect(() => fencedClaimSql({ ...base, upsert: 1 } as never)).toThrow(/upsert: expected true or false/);
+    expect(() => fencedClaimSql({ ...base, set: { a: 1 } } as never)).toThrow(/unknown option "set"/);
+    expect(() => fencedWriteSql(null as never)).toThrow(LockConfigError);
+  });
+
   it("sql`...` refuses text that could change the statement around it", () => {
     const refusals: [() => unknown, RegExp][] = [
       [() => sql`remaining - 1; DELETE FROM events`, /;/],
