@@ -1,8 +1,8 @@
-import { LockTimeoutError, LockUnavailableError, type LockConfigError } from "./errors.ts";
+import { LockTimeoutError, LockUnavailableError } from "./errors.ts";
 import { checkName } from "./keys.ts";
 import type { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
-import type { Problem } from "./problem.ts";
+import { badNameProblem, type Problem } from "./problem.ts";
 
 /** The part of a Workers ExecutionContext a guard needs. */
 export interface WaitUntil {
@@ -31,7 +31,7 @@ export async function enterGuard(locks: Locks, name: string, settings: GuardSett
   try {
     if (name) checkName(name);
   } catch (error) {
-    return badName(error as LockConfigError);
+    return { problem: badNameProblem(error as Error), headers: {} };
   }
   try {
     return await locks.acquire(name, { waitMs, leaseMs, wake, signal });
@@ -89,12 +89,6 @@ export async function leaveWhenSent(
   }), response);
 }
 
-function badName(error: LockConfigError): Refusal {
-  return {
-    problem: { type: "urn:fencelock:problem:bad-lock-name", title: "Bad lock name", status: 400, detail: error.message },
-    headers: {},
-  };
-}
 
 function locked(retryAfterMs: number): Refusal {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));

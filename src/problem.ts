@@ -25,3 +25,8 @@ export function staleFenceProblem(
   return { type: STALE_FENCE_PROBLEM, title: "Stale fencing token", status: 409, detail,
     fence: error.fence, highestFence: error.highestFence };
 }
+
+/** The 400 for a lock or resource name that a request made unusable (too long, say). */
+export function badNameProblem(error: Error): Problem {
+  return { type: "urn:fencelock:problem:bad-name", title: "Unusable name", status: 400, detail: error.message };
+}

@@ -2,7 +2,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import { LockUnavailableError, StaleFenceError } from "./errors.ts";
 import { FENCE_HEADER, parseFenceHeader } from "./fence.ts";
 import type { FencedStore } from "./fenced-store.ts";
-import { problemResponse, staleFenceProblem, type Problem } from "./problem.ts";
+import { checkName } from "./keys.ts";
+import { badNameProblem, problemResponse, staleFenceProblem, type Problem } from "./problem.ts";
 
 /** What requireFence() puts on the context: `c.get("fence")`. */
 export type FenceVariables = { fence: number };
@@ -41,9 +42,16 @@ export function requireFence({
   return async function requireFence(c, next) {
     const parsed = parseFenceHeader(c.req.header(FENCE_HEADER));
     if (!parsed.ok) return onProblem(c, headerProblem(parsed.problem));
+    // An undefined resource is a routing mistake: the store rejects the empty name (a 500). One
+    // the request made unusable, too long say, is the client's to fix: a 400.
+    const name = resource(c) ?? "";
     try {
-      // An undefined resource is a routing mistake: the store rejects the empty name.
-      if (claim) await store.claim(resource(c) ?? "", parsed.fence);
+      if (name) checkName(name, "resource name");
+    } catch (error) {
+      return onProblem(c, badNameProblem(error as Error));
+    }
+    try {
+      if (claim) await store.claim(name, parsed.fence);
       c.set("fence", parsed.fence);
       await next();
     } catch (error) {

@@ -56,6 +56,13 @@ describe("requireFence", () => {
     },
   );
 
+  it("answers 400, not 500, when the resource name the request makes is not usable, and claims nothing", async () => {
+    const { app } = blobService();
+    const res = await app.request(`/blobs/${"x".repeat(600)}`, { method: "PUT", body: "paid", headers: { "Fencing-Token": "1700000000000001" } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ status: 400, detail: expect.stringMatching(/over the limit of 512/) });
+  });
+
   it("answers 400 to a fence from the future, which would otherwise lock every honest holder out", async () => {
     const { app, locks, store } = blobService();
     // Fences are server time in µs: no lease mints one an hour ahead of now.
