@@ -25,7 +25,8 @@ export function checkName(name: unknown, what = "lock name"): string {
  * `%` itself keeps the mapping one-to-one, so distinct names get distinct keys.
  */
 export function escapeName(name: string): string {
-  return name.replace(/[%{}]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  // encodeURIComponent of these three is exactly %25, %7B and %7D.
+  return name.replace(/[%{}]/g, encodeURIComponent);
 }
 
 export interface LockKeys {

@@ -28,6 +28,8 @@ describe("key layout", () => {
       }),
     );
     expect(escapeName("{")).not.toBe(escapeName("%7B"));
+    // Pinned: locks already held under a name must keep their keys across versions.
+    expect(lockKeys("app", "a%{b}ü").lock).toBe("app:{a%25%7Bb%7Dü}:lock");
     expect(lockKeys("app", "a}:lock").lock).toBe("app:{a%7D:lock}:lock");
   });
 
