@@ -94,8 +94,9 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs: number, secre
       `Redis did not answer ${script.name} within ${timeoutMs} ms (timeoutMs). Check the Redis URL and network.`,
     );
   }
-  // @upstash/redis appends the whole command (owner token included) to its messages.
-  let reason = messageOf(error).replace(/,? ?command was:[\s\S]*$/, "");
+  // @upstash/redis appends the whole command (owner token included) to its messages, and
+  // fetch quotes a URL with credentials in it whole.
+  let reason = messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\/\/\S+@/g, "//");
   for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
   const hint = /unauthori[sz]ed|WRONGPASS|401/i.test(reason)
     ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"

@@ -79,4 +79,11 @@ describe("a Redis that is down or slow", () => {
     expect(error.message).not.toContain(owner);
     expect(JSON.stringify(error)).not.toContain(owner);
   });
+
+  it("never puts credentials written into the Redis URL into an error message", async () => {
+    const redis = new Redis({ url: "https://default:SECRET-TOKEN@127.0.0.1:9", token: "x", retry: false, enableTelemetry: false });
+    const { error } = await failure(createLocks({ redis }).tryAcquire("job"));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).not.toContain("SECRET-TOKEN");
+  });
 });
