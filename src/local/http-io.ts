@@ -2,7 +2,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpError } from "./errors.ts";
 
-const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/** Upstash's request size limit on its Free and pay-as-you-go plans. */
+const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 export function readBody(request: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -14,7 +15,7 @@ export function readBody(request: IncomingMessage): Promise<Buffer> {
       if (size <= MAX_BODY_BYTES) return;
       // Discard the rest rather than destroy the socket, so the client still reads the 413.
       request.off("data", collect).resume();
-      reject(new HttpError(413, `ERR request body larger than ${MAX_BODY_BYTES} bytes`));
+      reject(new HttpError(413, `ERR max request size exceeded (over ${MAX_BODY_BYTES} bytes)`));
     };
     request.on("data", collect);
     request.on("end", () => resolve(Buffer.concat(chunks)));

@@ -34,6 +34,14 @@ describe("request shapes", () => {
     expect(await rest("/", { body: ["GET", k] })).toMatchObject({ status: 200, json: { result: "v" } });
   });
 
+  it("refuses a request over 10 MB, as Upstash's Free and pay-as-you-go plans do", async () => {
+    const k = key("big");
+    const { status, json } = await rest("/", { body: ["SET", k, "x".repeat(10 * 1024 * 1024)] });
+    expect(status).toBe(413);
+    expect(json).toEqual({ error: expect.stringMatching(/max request size exceeded/) });
+    expect(await rest("/", { body: ["EXISTS", k] })).toMatchObject({ json: { result: 0 } });
+  });
+
   it("answers 400 {error} for a failing command, never base64-encoded", async () => {
     const { status, json } = await rest("/", { body: ["INCR"], headers: base64 });
     expect(status).toBe(400);
