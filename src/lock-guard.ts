@@ -2,6 +2,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import { enterGuard, leaveGuard, leaveWhenSent, type Refusal } from "./guard.ts";
 import { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
+import { guardOptionsSchema } from "./guard-options.ts";
+import { parseOptions } from "./options.ts";
 import { problemResponse } from "./problem.ts";
 
 /** What lockGuard() puts on the context: `c.get("lease")`. */
@@ -42,15 +44,17 @@ export interface LockGuardOptions {
  *   return c.json({ paid: true });
  * });
  */
-export function lockGuard({
-  locks,
-  name,
-  waitMs = 0,
-  leaseMs,
-  wake,
-  release = "await",
-  onLocked = (_c, { problem, headers }) => problemResponse(problem, headers),
-}: LockGuardOptions): MiddlewareHandler<{ Variables: LockVariables }> {
+export function lockGuard(options: LockGuardOptions): MiddlewareHandler<{ Variables: LockVariables }> {
+  parseOptions(guardOptionsSchema, options, "lockGuard options");
+  const {
+    locks,
+    name,
+    waitMs = 0,
+    leaseMs,
+    wake,
+    release = "await",
+    onLocked = (_c, { problem, headers }) => problemResponse(problem, headers),
+  } = options;
   return async function lockGuard(c, next) {
     const lockSet = typeof locks === "function" ? locks(c) : locks;
     // An undefined name is a routing mistake: acquire() rejects the empty name.

@@ -3,7 +3,7 @@ import { LockConfigError } from "./errors.ts";
 import type { RedisClient } from "./redis.ts";
 
 // zod/mini ships no message locale, so every check names its own fix.
-const ms = (min: number, max: number) =>
+export const ms = (min: number, max: number) =>
   z.number("expected a number of milliseconds").check(
     z.int("must be a whole number of milliseconds"),
     z.minimum(min, `must be at least ${min} ms`),

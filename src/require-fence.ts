@@ -2,7 +2,9 @@ import type { Context, MiddlewareHandler } from "hono";
 import { LockUnavailableError, StaleFenceError } from "./errors.ts";
 import { FENCE_HEADER, parseFenceHeader } from "./fence.ts";
 import type { FencedStore } from "./fenced-store.ts";
+import { requireFenceOptionsSchema } from "./guard-options.ts";
 import { checkName } from "./keys.ts";
+import { parseOptions } from "./options.ts";
 import { badNameProblem, problemResponse, staleFenceProblem, type Problem } from "./problem.ts";
 
 /** What requireFence() puts on the context: `c.get("fence")`. */
@@ -33,12 +35,9 @@ export interface RequireFenceOptions {
  *   return c.body(null, 204);
  * });
  */
-export function requireFence({
-  store,
-  resource,
-  claim = true,
-  onProblem = (_c, problem) => problemResponse(problem),
-}: RequireFenceOptions): MiddlewareHandler<{ Variables: FenceVariables }> {
+export function requireFence(options: RequireFenceOptions): MiddlewareHandler<{ Variables: FenceVariables }> {
+  parseOptions(requireFenceOptionsSchema, options, "requireFence options");
+  const { store, resource, claim = true, onProblem = (_c, problem) => problemResponse(problem) } = options;
   return async function requireFence(c, next) {
     const parsed = parseFenceHeader(c.req.header(FENCE_HEADER));
     if (!parsed.ok) return onProblem(c, headerProblem(parsed.problem));

@@ -1,6 +1,8 @@
 import { enterGuard, leaveGuard, leaveWhenSent, type Refusal, type WaitUntil } from "./guard.ts";
 import { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
+import { guardOptionsSchema } from "./guard-options.ts";
+import { parseOptions } from "./options.ts";
 import { problemResponse } from "./problem.ts";
 
 export type { Refusal, WaitUntil } from "./guard.ts";
@@ -37,9 +39,12 @@ export type GuardedHandler<Env, Ctx> = (request: Request, env: Env, ctx: Ctx, le
  * };
  */
 export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
-  { locks, name, waitMs = 0, leaseMs, wake, release = "await", onLocked = (_r, { problem, headers }) => problemResponse(problem, headers) }: GuardFetchOptions<Env>,
+  options: GuardFetchOptions<Env>,
   handler: GuardedHandler<Env, Ctx>,
 ): (request: Request, env: Env, ctx: Ctx) => Promise<Response> {
+  parseOptions(guardOptionsSchema, options, "guardFetch options");
+  const { locks, name, waitMs = 0, leaseMs, wake, release = "await" } = options;
+  const { onLocked = (_r, { problem, headers }) => problemResponse(problem, headers) } = options;
   return async function guardedFetch(request, env, ctx) {
     const signal = waitMs > 0 ? request.signal : undefined;
     const entered = await enterGuard(locks(env), name(request, env) ?? "", { waitMs, leaseMs, wake, signal });

@@ -1,8 +1,9 @@
 import { Hono } from "hono";
 import { stream } from "hono/streaming";
 import { describe, expect, it } from "vitest";
-import { createLocks } from "../../src/index.ts";
-import { lockGuard, type LockVariables } from "../../src/hono.ts";
+import { createFencedStore, createLocks, LockConfigError } from "../../src/index.ts";
+import { lockGuard, requireFence, type LockVariables } from "../../src/hono.ts";
+import { guardFetch } from "../../src/worker.ts";
 import { sleep } from "../../src/wait.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
@@ -37,6 +38,18 @@ describe("lockGuard", () => {
     await reader?.cancel();
     await sleep(100);
     expect((await locks.inspect("feed")).held).toBe(false);
+  });
+
+  it("refuses options it does not know, or bad values, when it is built rather than on every request", () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-options") });
+    const name = () => "job";
+    expect(() => lockGuard({ locks, name, waitMS: 1_000 } as never)).toThrow(/unknown option "waitMS"/);
+    expect(() => lockGuard({ locks, name, waitMs: -1 })).toThrow(/waitMs: must be at least 0 ms/);
+    expect(() => lockGuard({ locks, name, release: "later" as never })).toThrow(/release: expected "await" or "waitUntil"/);
+    expect(() => lockGuard({ locks, name, leaseMs: 50 })).toThrow(LockConfigError);
+    expect(() => guardFetch({ locks: () => locks, name, waitMs: Number.NaN }, () => new Response())).toThrow(/waitMs/);
+    const store = createFencedStore({ redis: upstash(), prefix: uniquePrefix("guard-options") });
+    expect(() => requireFence({ store, resource: name, claim: "false" as never })).toThrow(/claim: expected true or false/);
   });
 
   it("answers 400, not 500, when the name built from the request is not a usable lock name", async () => {
