@@ -89,7 +89,6 @@ export async function leaveWhenSent(
   }), response);
 }
 
-
 function locked(retryAfterMs: number): Refusal {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   return {

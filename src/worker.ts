@@ -43,8 +43,15 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
   handler: GuardedHandler<Env, Ctx>,
 ): (request: Request, env: Env, ctx: Ctx) => Promise<Response> {
   parseOptions(guardOptionsSchema, options, "guardFetch options");
-  const { locks, name, waitMs = 0, leaseMs, wake, release = "await" } = options;
-  const { onLocked = (_r, { problem, headers }) => problemResponse(problem, headers) } = options;
+  const {
+    locks,
+    name,
+    waitMs = 0,
+    leaseMs,
+    wake,
+    release = "await",
+    onLocked = (_r, { problem, headers }) => problemResponse(problem, headers),
+  } = options;
   return async function guardedFetch(request, env, ctx) {
     const signal = waitMs > 0 ? request.signal : undefined;
     const entered = await enterGuard(locks(env), name(request, env) ?? "", { waitMs, leaseMs, wake, signal });
