@@ -52,9 +52,9 @@ export async function leaveGuard(lease: Lease, background: WaitUntil | undefined
 
 /**
  * Releases once the response has been sent. A body may be a stream the handler is still
- * writing, which is guarded work too: the lease is held until the body has been read to its
- * end, failed or been cancelled, and that release goes to `ctx.waitUntil` where there is one,
- * so the isolate lives until it is done. A response without a body is left as leaveGuard does.
+ * writing, which is guarded work too, so the lease is held until the body has been read to its
+ * end, failed or been cancelled. At the end, "await" releases before the body's last byte goes
+ * out, so the client's next request finds the lock free; "waitUntil" hands the release to ctx.
  */
 export async function leaveWhenSent(
   response: Response,
@@ -62,28 +62,30 @@ export async function leaveWhenSent(
   ctx: WaitUntil | undefined,
   release: "await" | "waitUntil",
 ): Promise<Response> {
+  const background = release === "waitUntil" ? ctx : undefined;
   const body = response.body;
   if (!body) {
-    await leaveGuard(lease, release === "waitUntil" ? ctx : undefined);
+    await leaveGuard(lease, background);
     return response;
   }
-  let sent!: () => void;
-  const released = new Promise<void>((resolve) => (sent = resolve)).then(() => leaveGuard(lease, undefined));
-  ctx?.waitUntil(released);
+  // Nobody waits on a body that failed or was dropped: the release goes to ctx where there is one.
+  const abandon = () => void leaveGuard(lease, ctx);
   const reader = body.getReader();
   return new Response(new ReadableStream<Uint8Array>({
     async pull(controller) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
-        const chunk = await reader.read();
-        if (chunk.done) (controller.close(), sent());
-        else controller.enqueue(chunk.value);
+        chunk = await reader.read();
       } catch (error) {
         controller.error(error);
-        sent();
+        return abandon();
       }
+      if (!chunk.done) return controller.enqueue(chunk.value);
+      await leaveGuard(lease, background);
+      controller.close();
     },
     cancel(reason) {
-      sent();
+      abandon();
       return reader.cancel(reason);
     },
   }), response);

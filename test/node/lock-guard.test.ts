@@ -25,6 +25,19 @@ describe("lockGuard", () => {
     expect((await locks.inspect("job:1")).held).toBe(false);
   });
 
+  it("has let the lock go by the time a client has read the whole body, so its next request gets in", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-next") });
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.post("/jobs/:id", lockGuard({ locks, name: (c) => `job:${c.req.param("id")}` }), (c) => c.json({ fence: c.get("lease").fence }));
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const response = await app.request("/jobs/1", { method: "POST" });
+      await response.json();
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual(Array(20).fill(200));
+  });
+
   it("lets the lock go when the client stops reading the body", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-cancel") });
     const app = new Hono<{ Variables: LockVariables }>();
