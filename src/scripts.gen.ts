@@ -32,7 +32,7 @@ export const release: LuaScript = {
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local b,c,d=ARGV[1],tonumber(ARGV[2]),ARGV[3] local e=tonumber(b) if not string.match(b,'^[1-9][0-9]*$')or e>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local f=a('HMGET',KEYS[1],'fence','value') local g=tonumber(f[1] or '0') if not f[1] and c>0 then local h=a('TIME') g=h[1]*1000000+h[2]-c*1000 end if e<g then return{0,g} end if d then a('HSET',KEYS[1],'fence',b,'value',d) else a('HSET',KEYS[1],'fence',b) end if c>0 then a('PEXPIRE',KEYS[1],c)end if f[2] and not d then return{1,e,'v:'..f[2]}end return{1,e}",
+  text: "local a=redis.call local b,c,d,e=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local f=tonumber(c) if not string.match(c,'^[1-9][0-9]*$')or f>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local g=a('HMGET',b,'fence','value') local h=tonumber(g[1] or '0') if not g[1] and d>0 then local i=a('TIME') h=i[1]*1000000+i[2]-d*1000 end if f<h then return{0,h} end if e then a('HSET',b,'fence',c,'value',e) else a('HSET',b,'fence',c) end if d>0 then a('PEXPIRE',b,d)end if g[2] and not e then return{1,f,'v:'..g[2]}end return{1,f}",
 };
 
 export const storeRead: LuaScript = {
