@@ -50,7 +50,7 @@ local function waitInLine(ttl, newest)
 end
 
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
-if cur[1] == false then
+if not cur[1] then
   local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
@@ -62,12 +62,12 @@ if cur[1] == false then
   leaveLine()
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
-  local fence = string.format('%d', math.max(last + 1, nowUs))
-  redis.call('HSET', lock, 'owner', owner, 'fence', fence, 'holds', 1, seen, 1)
+  local newFence = string.format('%d', math.max(last + 1, nowUs))
+  redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, 1)
   redis.call('PEXPIRE', lock, leaseMs)
-  redis.call('HSET', fenceKey, 'last', fence)
+  redis.call('HSET', fenceKey, 'last', newFence)
   redis.call('PEXPIRE', fenceKey, fenceTtlMs)
-  return {1, tonumber(fence), 1, leaseMs}
+  return {1, tonumber(newFence), 1, leaseMs}
 end
 
 if cur[1] ~= owner then

@@ -9,11 +9,11 @@ if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then
 end
 -- Never shortened: another hold of this lock (a reentrant join or a resumed lease, each with
 -- its own leaseMs) may trust the longer TTL, and cutting it would let a second holder in.
-local leaseMs = tonumber(ARGV[3])
+local leaseMs, fenceTtlMs = tonumber(ARGV[3]), ARGV[4]
 local ttl = redis.call('PTTL', lock)
 if ttl < leaseMs then
   redis.call('PEXPIRE', lock, leaseMs)
-  redis.call('PEXPIRE', fenceKey, ARGV[4])
+  redis.call('PEXPIRE', fenceKey, fenceTtlMs)
   ttl = leaseMs
 end
 return {1, ttl}

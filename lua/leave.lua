@@ -4,9 +4,10 @@
 -- back; the next in line finds the lock free on its next look, within a second.
 -- KEYS[1] lock hash, KEYS[2] fence hash (unused), KEYS[3] queue zset, KEYS[4] alive zset
 -- ARGV ticket (as queued)
-local lock, ticket = KEYS[1], ARGV[1]
-redis.call('ZREM', KEYS[3], ticket)
-redis.call('ZREM', KEYS[4], ticket)
+local lock, fenceKey, queue, alive = unpack(KEYS)
+local ticket = ARGV[1]
+redis.call('ZREM', queue, ticket)
+redis.call('ZREM', alive, ticket)
 -- HDEL answers 1 only once: a retry of this call gives back nothing more.
 if redis.call('HDEL', lock, 'q:' .. ticket) == 1 and redis.call('HINCRBY', lock, 'holds', -1) < 1 then
   redis.call('DEL', lock)

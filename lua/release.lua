@@ -25,31 +25,32 @@ if cur[1] == owner and cur[2] == fence then
   if redis.call('EXISTS', queue) == 1 then
     local t = redis.call('TIME')
     local nowUs = t[1] * 1000000 + t[2]
+    local nowMs = math.floor(nowUs / 1000)
     -- Waiters that stopped asking (crashed) lose their place, and are never handed the lock.
-    local gone = redis.call('ZRANGEBYSCORE', alive, '-inf', math.floor(nowUs / 1000), 'LIMIT', 0, 100)
+    local gone = redis.call('ZRANGEBYSCORE', alive, '-inf', nowMs, 'LIMIT', 0, 100)
     if #gone > 0 then
       redis.call('ZREM', queue, unpack(gone))
       redis.call('ZREM', alive, unpack(gone))
     end
-    -- A push waiter queues as 'ticket.owner.leaseMs.fenceTtlMs'; a polling one as its ticket
-    -- alone, and finds the lock free on its next look.
+    -- A push waiter queues as 'ticket.owner.leaseMs.fenceTtlMs' (the heir's, as acquire.lua takes
+    -- them); a polling one as its ticket alone, and finds the lock free on its next look.
     local head = redis.call('ZRANGE', queue, 0, 0)[1] or ''
-    local ticket, heir, heirLeaseMs, heirFenceTtlMs = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)$')
+    local ticket, heir, leaseMs, fenceTtlMs = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)$')
     if ticket then
       -- Taken as acquire.lua takes it, marked with the waiter's ticket so that its own next
       -- attempt (the message was lost) finds it held, and leave.lua can give it back.
       local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')
-      local heirFence = string.format('%d', math.max(last + 1, nowUs))
-      redis.call('HSET', lock, 'owner', heir, 'fence', heirFence, 'holds', 1, 'q:' .. head, 1)
-      redis.call('PEXPIRE', lock, heirLeaseMs)
-      redis.call('HSET', fenceKey, 'last', heirFence)
-      redis.call('PEXPIRE', fenceKey, heirFenceTtlMs)
+      local newFence = string.format('%d', math.max(last + 1, nowUs))
+      redis.call('HSET', lock, 'owner', heir, 'fence', newFence, 'holds', 1, 'q:' .. head, 1)
+      redis.call('PEXPIRE', lock, leaseMs)
+      redis.call('HSET', fenceKey, 'last', newFence)
+      redis.call('PEXPIRE', fenceKey, fenceTtlMs)
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
       -- The channel is the SHA-1 of the lock key (pushWaiter in src/wake.ts): 40 characters that
       -- are safe in a URL path and an event line, worked out here rather than on every release.
       -- 'ticket:fence': the colon keeps a client's JSON parsing from making it a number.
-      redis.call('PUBLISH', redis.sha1hex(lock), ticket .. ':' .. heirFence)
+      redis.call('PUBLISH', redis.sha1hex(lock), ticket .. ':' .. newFence)
     end
   end
   return {1, 0}

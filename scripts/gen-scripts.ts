@@ -9,8 +9,9 @@ export const generatedPath = `${root}src/scripts.gen.ts`;
 // Comments, line breaks, indentation, spaces around punctuation and long local names stay
 // in lua/ for readers but are not shipped: the text is part of every worker bundle and
 // every cold EVAL. `redis.call` is called through a local. Strings ('single-quoted', never
-// multi-line) are left alone.
-export function minifyLua(source: string): string {
+// multi-line) are left alone. Scripts minified with one `letters` map give a local name the
+// same letter in each where they can.
+export function minifyLua(source: string, letters = new Map<string, string>()): string {
   const lines = source.split("\n").map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("--"));
   // Lua refuses such a line as ambiguous; joined to the line before, it would call its value.
   if (lines.some((line) => line.startsWith("("))) throw new Error("lua/: do not start a line with (");
@@ -20,7 +21,7 @@ export function minifyLua(source: string): string {
   if (tightened.includes('"')) throw new Error("lua/: quote strings with ' so the minifier can see them");
   // Lines are joined with spaces, so a comment after code would swallow the rest of the script.
   if (tightened.split(/'[^']*'/).some((code) => code.includes("--"))) throw new Error("lua/: put comments on lines of their own");
-  return shortenLocals(`local call=redis.call ${tightened.replaceAll("redis.call(", "call(")}`);
+  return shortenLocals(`local call=redis.call ${tightened.replaceAll("redis.call(", "call(")}`, letters);
 }
 
 const LUA_KEYWORDS = new Set([
@@ -34,9 +35,11 @@ const IDENTIFIER = /(?<![\w.])[A-Za-z_]\w*|(?<=\.\.)[A-Za-z_]\w*/g;
 /**
  * Gives every local variable, local function and parameter a one-letter name. The
  * renaming is one-to-one over the whole script and avoids every name it leaves alone
- * (KEYS, redis, tonumber ...), so scoping is unchanged even where a name is reused.
+ * (KEYS, redis, tonumber ...), so scoping is unchanged even where a name is reused. A name
+ * already in `letters` (from another script) keeps its letter where it can: the scripts then
+ * share more text, which gzip shrinks.
  */
-function shortenLocals(code: string): string {
+function shortenLocals(code: string, letters: Map<string, string>): string {
   const parts = code.split(/('[^']*')/);
   const outside = parts.filter((_, i) => i % 2 === 0).join("\n");
   const declared = new Set<string>();
@@ -48,7 +51,20 @@ function shortenLocals(code: string): string {
   const kept = new Set([...outside.matchAll(IDENTIFIER)].map(([id]) => id).filter((id) => !declared.has(id)));
   const free = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"].filter((c) => !kept.has(c));
   if (declared.size > free.length) throw new Error("lua/: more locals than one-letter names");
-  const names = new Map([...declared].map((name, i) => [name, free[i] ?? name]));
+  const names = new Map<string, string>();
+  const used = new Set<string>();
+  const unused = (c: string) => !used.has(c);
+  for (const name of declared) {
+    // Its letter from an earlier script if that is free here; else one no other name has yet.
+    const known = letters.get(name);
+    const taken = new Set(letters.values());
+    const letter = known && free.includes(known) && unused(known)
+      ? known
+      : (free.find((c) => unused(c) && !taken.has(c)) ?? free.find(unused)!);
+    names.set(name, letter);
+    used.add(letter);
+    if (!known) letters.set(name, letter);
+  }
   return parts.map((part, i) => (i % 2 ? part : part.replace(IDENTIFIER, (id) => names.get(id) ?? id))).join("");
 }
 
@@ -69,8 +85,9 @@ function camelCase(file: string): string {
 /** Renders the generated module for every script in lua/. */
 export function renderScripts(): string {
   const files = readdirSync(`${root}lua`).filter((f) => f.endsWith(".lua")).sort();
+  const letters = new Map<string, string>();
   const entries = files.map((file) => {
-    const text = minifyLua(readFileSync(`${root}lua/${file}`, "utf8"));
+    const text = minifyLua(readFileSync(`${root}lua/${file}`, "utf8"), letters);
     return `export const ${camelCase(file)}: LuaScript = {\n  name: ${JSON.stringify(file.replace(/\.lua$/, ""))},\n  text: ${JSON.stringify(text)},\n};\n`;
   });
   return [

@@ -8,7 +8,7 @@ import type { Busy } from "./wait.ts";
 export const RETRY_WINDOW_MS = 60_000;
 
 /** Runs a lock script on the keys of lock `name`, keeping `owner` out of any error message. */
-export type Run = (script: scripts.LuaScript, name: string, args: string[], owner: string) => Promise<number[]>;
+export type Run = (script: scripts.LuaScript, name: string, args: (string | number)[], owner: string) => Promise<number[]>;
 
 /** What a busy attempt learned, including what a handover after it is checked against. */
 export interface BusyAttempt extends Busy {
@@ -21,12 +21,12 @@ export function leaseBackend(run: Run): LeaseBackend {
   return {
     newToken,
     async heartbeat(lease, leaseMs) {
-      const args = [lease.owner, String(lease.fence), String(leaseMs), String(leaseMs + RETRY_WINDOW_MS)];
+      const args = [lease.owner, lease.fence, leaseMs, leaseMs + RETRY_WINDOW_MS];
       const [extended, ttl = 0] = await run(scripts.heartbeat, lease.name, args, lease.owner);
       return extended === 1 ? ttl : null;
     },
     async release(lease, requestId): Promise<ReleaseOutcome> {
-      const args = [lease.owner, String(lease.fence), requestId];
+      const args = [lease.owner, lease.fence, requestId];
       const [released] = await run(scripts.release, lease.name, args, lease.owner);
       return released === 1 ? "released" : "expired";
     },
@@ -37,7 +37,7 @@ export function leaseBackend(run: Run): LeaseBackend {
 export function attemptAcquire(run: Run, backend: LeaseBackend) {
   return async function attempt(name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Lease | BusyAttempt> {
     const sentAt = performance.now();
-    const args = [owner, ticket, String(leaseMs), String(leaseMs + RETRY_WINDOW_MS), String(queueMs)];
+    const args = [owner, ticket, leaseMs, leaseMs + RETRY_WINDOW_MS, queueMs];
     const [held, fenceOrTtl = 0, holdsOrPosition = -1, ttlOrNewestFence = 0] = await run(scripts.acquire, name, args, owner);
     if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl), position: holdsOrPosition, newestFence: ttlOrNewestFence };
     if (!Number.isSafeInteger(fenceOrTtl) || fenceOrTtl <= 0) {

@@ -33,14 +33,14 @@ export interface FencedStore {
  */
 export function createFencedStore(options: FencedStoreOptions): FencedStore {
   const { redis, prefix, timeoutMs, ttlMs = 0 } = parseOptions(storeOptionsSchema, options, "createFencedStore options");
-  const run = (script: scripts.LuaScript, resource: string, args: string[]) =>
+  const run = (script: scripts.LuaScript, resource: string, args: (string | number)[]) =>
     runScript(redis, script, [`${prefix}:{${escapeName(resource)}}:data`], args, { timeoutMs });
 
   /** Claims `fence` at the resource, and stores the value given as JSON `text` with it if any. */
   async function fenceAt(resource: string, fence: number, what: string, text: string[] = []): Promise<Reply> {
     checkName(resource, "resource name");
     checkFence(fence, what);
-    const reply = await run(scripts.storeFence, resource, [String(fence), String(ttlMs), ...text]);
+    const reply = await run(scripts.storeFence, resource, [fence, ttlMs, ...text]);
     if (reply[0] !== 1) throw new StaleFenceError(resource, fence, Number(reply[1]));
     return reply.slice(1);
   }

@@ -37,7 +37,10 @@ export interface LockKeys {
   readonly alive: string;
 }
 
-/** All keys of one lock share a hash tag, so every script touches a single cluster slot. */
+/**
+ * All keys of one lock share a hash tag, so every script touches a single cluster slot.
+ * Listed in the order the scripts take them as KEYS.
+ */
 export function lockKeys(prefix: string, name: string): LockKeys {
   const tag = `${prefix}:{${escapeName(name)}}`;
   return { lock: `${tag}:lock`, fence: `${tag}:fence`, queue: `${tag}:queue`, alive: `${tag}:alive` };

@@ -51,7 +51,7 @@ export class Lease implements AsyncDisposable {
     this.#backend = backend;
     // One id for every try of this lease's release, so a retried release is a no-op.
     this.#releaseId = backend.newToken();
-    this.#extendTo(init.validUntil);
+    this.#validUntil = init.validUntil;
   }
 
   /** Secret owner token: pass it to resume() or acquire({ owner }); never log it. */
@@ -122,9 +122,9 @@ export class Lease implements AsyncDisposable {
     return (this.#lost ??= new LockLostError(this.name, this.fence, this.#lostWhy ?? ""));
   }
 
-  #extendTo(validUntil: number | undefined): void {
+  #extendTo(validUntil: number): void {
     this.#validUntil = validUntil;
-    if (validUntil !== undefined && this.#controller) this.#watch(validUntil);
+    if (this.#controller) this.#watch(validUntil);
   }
 
   // A timeout signal keeps no process alive. A timer can fire a little before

@@ -52,9 +52,8 @@ export interface Locks {
  */
 export function createLocks(options: LocksOptions): Locks {
   const config = parseOptions(locksOptionsSchema, options, "createLocks options");
-  const run = async (script: scripts.LuaScript, name: string, args: string[], owner: string) => {
-    const keys = lockKeys(config.prefix, name);
-    const reply = await runScript(config.redis, script, [keys.lock, keys.fence, keys.queue, keys.alive], args, {
+  const run = async (script: scripts.LuaScript, name: string, args: (string | number)[], owner: string) => {
+    const reply = await runScript(config.redis, script, Object.values(lockKeys(config.prefix, name)), args, {
       timeoutMs: config.timeoutMs,
       secrets: [owner],
     });
@@ -77,7 +76,15 @@ export function createLocks(options: LocksOptions): Locks {
     const waiter = push ? pushWaiter(config.redis, lockKeys(config.prefix, name).lock, requestId) : pollWaiter;
     // True while Redis may hold a place in line for this call, or a hold it has not received.
     let queued = false;
-    const deliver = (lease: Lease) => ((queued = false), keepUnlessAborted(lease, opts.signal));
+    // A lease that arrives after an abort is given back, and the abort wins.
+    const deliver = async (lease: Lease) => {
+      queued = false;
+      if (opts.signal?.aborted) {
+        await lease.release().catch(() => undefined);
+        opts.signal.throwIfAborted();
+      }
+      return lease;
+    };
     try {
       for (let tries = 0; ; tries++) {
         opts.signal?.throwIfAborted();
@@ -142,7 +149,10 @@ export function createLocks(options: LocksOptions): Locks {
   }
 
   function resume(held: HeldLease): Lease {
-    const { name, owner, fence } = checkHeld(held);
+    const { name, owner, fence } = held ?? {};
+    checkName(name);
+    parseOptions(ownerToken, owner, "lease to resume");
+    checkFence(fence, "lease to resume");
     return new Lease({ name, owner, fence, leaseMs: config.leaseMs, validUntil: undefined }, backend);
   }
 
@@ -153,19 +163,4 @@ export function createLocks(options: LocksOptions): Locks {
   }
 
   return { acquire, tryAcquire, withLock, resume, inspect };
-}
-
-async function keepUnlessAborted(lease: Lease, signal: AbortSignal | undefined): Promise<Lease> {
-  if (signal?.aborted) {
-    await lease.release().catch(() => undefined);
-    signal.throwIfAborted();
-  }
-  return lease;
-}
-
-function checkHeld(held: HeldLease): HeldLease {
-  const { name, owner, fence } = held ?? {};
-  checkName(name);
-  parseOptions(ownerToken, owner, "lease to resume");
-  return { name, owner, fence: checkFence(fence, "lease to resume") };
 }

@@ -44,14 +44,15 @@ export function scriptSha1(script: LuaScript): Promise<string> {
   return digest;
 }
 
-/** Runs a script: EVALSHA first, EVAL only when the server answers NOSCRIPT. */
+/** Runs a script: EVALSHA first, EVAL only when the server answers NOSCRIPT. Numbers go as decimal text. */
 export async function runScript(
   redis: RedisClient,
   script: LuaScript,
   keys: string[],
-  args: string[],
+  values: readonly (string | number)[],
   { timeoutMs, secrets = [] }: RunOptions,
 ): Promise<Reply> {
+  const args = values.map(String);
   const call = async () => {
     try {
       return await redis.evalsha<string[], unknown>(await scriptSha1(script), keys, args);

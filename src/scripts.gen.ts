@@ -7,35 +7,35 @@ export interface LuaScript {
 
 export const acquire: LuaScript = {
   name: "acquire",
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,g=ARGV[1],ARGV[2] local h='q:'..g local i,j,k=tonumber(ARGV[3]),ARGV[4],tonumber(ARGV[5]) local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end end local function q() if o then a('ZREM',d,g) a('ZREM',e,g) end end local function r(s,t) if k<=0 then return{0,s,-1}end a('ZADD',d,'NX',m,g) a('ZADD',e,n+k,g) a('PEXPIRE',d,k) a('PEXPIRE',e,k) return{0,s,a('ZRANK',d,g),t} end local u=a('HMGET',b,'owner','fence','holds') if u[1]==false then local v=tonumber(a('HGET',c,'last')or '0') if o then local w=a('ZRANGE',d,0,0)[1] if w and w~=g then return r(0,math.max(v,m)) end end q() local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',f,'fence',x,'holds',1,h,1) a('PEXPIRE',b,i) a('HSET',c,'last',x) a('PEXPIRE',c,j) return{1,tonumber(x),1,i} end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2])) end q() local y=tonumber(u[3]) if a('HSETNX',b,h,1)==1 then y=a('HINCRBY',b,'holds',1) end local s=a('PTTL',b) if s<i then a('PEXPIRE',b,i) a('PEXPIRE',c,j) s=i end return{1,tonumber(u[2]),y,s}",
+  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,g=ARGV[1],ARGV[2] local h='q:'..g local i,j,k=tonumber(ARGV[3]),ARGV[4],tonumber(ARGV[5]) local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end end local function q() if o then a('ZREM',d,g) a('ZREM',e,g) end end local function r(s,t) if k<=0 then return{0,s,-1}end a('ZADD',d,'NX',m,g) a('ZADD',e,n+k,g) a('PEXPIRE',d,k) a('PEXPIRE',e,k) return{0,s,a('ZRANK',d,g),t} end local u=a('HMGET',b,'owner','fence','holds') if not u[1] then local v=tonumber(a('HGET',c,'last')or '0') if o then local w=a('ZRANGE',d,0,0)[1] if w and w~=g then return r(0,math.max(v,m)) end end q() local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',f,'fence',x,'holds',1,h,1) a('PEXPIRE',b,i) a('HSET',c,'last',x) a('PEXPIRE',c,j) return{1,tonumber(x),1,i} end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2])) end q() local y=tonumber(u[3]) if a('HSETNX',b,h,1)==1 then y=a('HINCRBY',b,'holds',1) end local s=a('PTTL',b) if s<i then a('PEXPIRE',b,i) a('PEXPIRE',c,j) s=i end return{1,tonumber(u[2]),y,s}",
 };
 
 export const heartbeat: LuaScript = {
   name: "heartbeat",
-  text: "local a=redis.call local b,c=unpack(KEYS) local d=a('HMGET',b,'owner','fence') if d[1]~=ARGV[1] or d[2]~=ARGV[2] then return{0} end local e=tonumber(ARGV[3]) local f=a('PTTL',b) if f<e then a('PEXPIRE',b,e) a('PEXPIRE',c,ARGV[4]) f=e end return{1,f}",
+  text: "local a=redis.call local b,c=unpack(KEYS) local u=a('HMGET',b,'owner','fence') if u[1]~=ARGV[1] or u[2]~=ARGV[2] then return{0} end local i,j=tonumber(ARGV[3]),ARGV[4] local s=a('PTTL',b) if s<i then a('PEXPIRE',b,i) a('PEXPIRE',c,j) s=i end return{1,s}",
 };
 
 export const inspect: LuaScript = {
   name: "inspect",
-  text: "local a=redis.call local b=a('HMGET',KEYS[1],'owner','fence','holds') local c=a('ZCARD',KEYS[3]) if b[1]==false then local d=a('HGET',KEYS[2],'last') return{0,tonumber(d or '0'),0,0,c} end return{1,tonumber(b[2]),a('PTTL',KEYS[1]),tonumber(b[3]),c}",
+  text: "local a=redis.call local b,c,d=unpack(KEYS) local u=a('HMGET',b,'owner','fence','holds') local z=a('ZCARD',d) if not u[1] then local v=tonumber(a('HGET',c,'last')or '0') return{0,v,0,0,z} end return{1,tonumber(u[2]),a('PTTL',b),tonumber(u[3]),z}",
 };
 
 export const leave: LuaScript = {
   name: "leave",
-  text: "local a=redis.call local b,c=KEYS[1],ARGV[1] a('ZREM',KEYS[3],c) a('ZREM',KEYS[4],c) if a('HDEL',b,'q:'..c)==1 and a('HINCRBY',b,'holds',-1)<1 then a('DEL',b) end return{1}",
+  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local g=ARGV[1] a('ZREM',d,g) a('ZREM',e,g) if a('HDEL',b,'q:'..g)==1 and a('HINCRBY',b,'holds',-1)<1 then a('DEL',b) end return{1}",
 };
 
 export const release: LuaScript = {
   name: "release",
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,g,h=ARGV[1],ARGV[2],'q:'..ARGV[3] local i=a('HMGET',b,'owner','fence','holds',h) if i[1]==f and i[2]==g then local j=tonumber(i[3]) if i[4] then return{1,j} end if j>1 then a('HSET',b,h,1) return{1,a('HINCRBY',b,'holds',-1)} end a('DEL',b) a('HSET',c,'released',g) if a('EXISTS',d)==1 then local k=a('TIME') local l=k[1]*1000000+k[2] local m=a('ZRANGEBYSCORE',e,'-inf',math.floor(l/1000),'LIMIT',0,100) if #m>0 then a('ZREM',d,unpack(m)) a('ZREM',e,unpack(m)) end local n=a('ZRANGE',d,0,0)[1] or '' local o,p,q,r=string.match(n,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$') if o then local s=tonumber(a('HGET',c,'last')or '0') local t=string.format('%d',math.max(s+1,l)) a('HSET',b,'owner',p,'fence',t,'holds',1,'q:'..n,1) a('PEXPIRE',b,q) a('HSET',c,'last',t) a('PEXPIRE',c,r) a('ZREM',d,n) a('ZREM',e,n) a('PUBLISH',redis.sha1hex(b),o..':'..t) end end return{1,0} end if a('HGET',c,'released')==g then return{1,0} end return{0}",
+  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,A,h=ARGV[1],ARGV[2],'q:'..ARGV[3] local u=a('HMGET',b,'owner','fence','holds',h) if u[1]==f and u[2]==A then local y=tonumber(u[3]) if u[4] then return{1,y} end if y>1 then a('HSET',b,h,1) return{1,a('HINCRBY',b,'holds',-1)} end a('DEL',b) a('HSET',c,'released',A) if a('EXISTS',d)==1 then local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end local w=a('ZRANGE',d,0,0)[1] or '' local g,B,i,j=string.match(w,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$') if g then local v=tonumber(a('HGET',c,'last')or '0') local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',B,'fence',x,'holds',1,'q:'..w,1) a('PEXPIRE',b,i) a('HSET',c,'last',x) a('PEXPIRE',c,j) a('ZREM',d,w) a('ZREM',e,w) a('PUBLISH',redis.sha1hex(b),g..':'..x) end end return{1,0} end if a('HGET',c,'released')==A then return{1,0} end return{0}",
 };
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local b,c,d,e=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local f=tonumber(c) if not string.match(c,'^[1-9][0-9]*$')or f>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local g=a('HMGET',b,'fence','value') local h=tonumber(g[1] or '0') if not g[1] and d>0 then local i=a('TIME') h=i[1]*1000000+i[2]-d*1000 end if f<h then return{0,h} end if e then a('HSET',b,'fence',c,'value',e) else a('HSET',b,'fence',c) end if d>0 then a('PEXPIRE',b,d)end if g[2] and not e then return{1,f,'v:'..g[2]}end return{1,f}",
+  text: "local a=redis.call local C,A,D,E=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local F=tonumber(A) if not string.match(A,'^[1-9][0-9]*$')or F>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local u=a('HMGET',C,'fence','value') local G=tonumber(u[1] or '0') if not u[1] and D>0 then local l=a('TIME') G=l[1]*1000000+l[2]-D*1000 end if F<G then return{0,G} end if E then a('HSET',C,'fence',A,'value',E) else a('HSET',C,'fence',A) end if D>0 then a('PEXPIRE',C,D)end if u[2] and not E then return{1,F,'v:'..u[2]}end return{1,F}",
 };
 
 export const storeRead: LuaScript = {
   name: "store-read",
-  text: "local a=redis.call local b=a('HMGET',KEYS[1],'fence','value') local c=tonumber(b[1] or '0') if b[2] then return{c,'v:'..b[2]}end return{c}",
+  text: "local a=redis.call local C=KEYS[1] local u=a('HMGET',C,'fence','value') local G=tonumber(u[1] or '0') if u[2] then return{G,'v:'..u[2]}end return{G}",
 };

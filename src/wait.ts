@@ -25,7 +25,7 @@ export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, bud
   // Promised to someone earlier: the holder's TTL says nothing about our turn.
   const reserved = busyForMs === 0 && position > 0;
   // +1: the key is gone only once its TTL has fully elapsed.
-  const untilFree = reserved ? Number.POSITIVE_INFINITY : Math.max(1, busyForMs + 1);
+  const untilFree = reserved ? Infinity : Math.max(1, busyForMs + 1);
   return Math.max(0, Math.min(floored, untilFree, budgetMs));
 }
 
