@@ -1,5 +1,5 @@
 import { RETRY_WINDOW_MS, attemptAcquire, leaseBackend } from "./attempt.ts";
-import { LockTimeoutError } from "./errors.ts";
+import { LockConfigError, LockTimeoutError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
 import { checkName, lockKeys, newToken } from "./keys.ts";
 import { Lease, driftMs } from "./lease.ts";
@@ -139,6 +139,8 @@ export function createLocks(options: LocksOptions): Locks {
   }
 
   async function withLock<T>(name: string, fn: (lease: Lease) => Promise<T> | T, options?: AcquireOptions) {
+    // Before the lock is taken: a fence minted for a call that cannot run is one wasted.
+    if (typeof fn !== "function") throw new LockConfigError("withLock", ["expected a function to run under the lock"]);
     const lease = await acquire(name, options);
     try {
       return await fn(lease);

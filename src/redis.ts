@@ -101,6 +101,10 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs: number, secre
   for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
   const hint = /unauthori[sz]ed|WRONGPASS|401/i.test(reason)
     ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"
+    : /NOPERM/.test(reason)
+    ? "the token may not run scripts: use Upstash's standard token, not the read-only one"
+    : /WRONGTYPE/.test(reason)
+    ? "a key under this prefix is not fencelock's: choose a prefix no other data uses"
     : "check the Redis URL, token and network";
   return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hint}.`);
 }

@@ -147,6 +147,12 @@ describe("withLock", () => {
     expect((await locks.inspect("ticket")).held).toBe(false);
   });
 
+  it("refuses a missing function before taking the lock, so no fence is minted for nothing", async () => {
+    const locks = lockSet(uniquePrefix("with-nofn"));
+    await expect(locks.withLock("ticket", undefined as never)).rejects.toThrow(/expected a function/);
+    expect((await locks.inspect("ticket")).fence).toBeNull();
+  });
+
   it("rethrows fn's own error and still releases", async () => {
     const locks = lockSet(uniquePrefix("with-throw"));
     const boom = new Error("card declined");

@@ -86,4 +86,21 @@ describe("a Redis that is down or slow", () => {
     expect(error).toBeInstanceOf(LockUnavailableError);
     expect(error.message).not.toContain("SECRET-TOKEN");
   });
+
+  it("says how to fix a key under the prefix that is not fencelock's", async () => {
+    const prefix = uniquePrefix("foreign");
+    await upstash().set(`${prefix}:{job}:lock`, "someone else's");
+    const { error } = await failure(createLocks({ redis: upstash(), prefix }).tryAcquire("job"));
+    expect(error.message).toMatch(/WRONGTYPE.*choose a prefix no other data uses/);
+  });
+
+  it("says to use the standard token when Upstash's read-only one may not run scripts", async () => {
+    // A client standing in for Upstash's answer to a read-only token; the message is what is tested.
+    const refusing = async () => {
+      throw new Error("NOPERM this user has no permissions to run the 'evalsha' command");
+    };
+    const { error } = await failure(createLocks({ redis: { evalsha: refusing, eval: refusing } }).tryAcquire("job"));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(/read-only/);
+  });
 });
