@@ -23,15 +23,23 @@ export const pollWaiter: Waiter = {
  * takes the lock for the waiter first in line and names it with the new fence, so only that
  * one wakes (no herd) and it needs no further request. Without its message a waiter retries
  * when the holder's TTL runs out, and at least every second to keep its place in line, so a
- * lost message or an expiry (which publishes nothing) costs little.
+ * lost message or an expiry (which publishes nothing) costs little. A stream can also die
+ * without a word (fetch drops a body idle for 5 minutes, and Upstash sends no keep-alives), so
+ * a waiter opens a fresh one every minute.
  */
 export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string): Waiter {
   let stream: WakeStream | undefined;
+  let openedAt = 0;
   return {
     async pause(tries, busy, budgetMs, signal) {
       const refreshMs = QUEUE_ALIVE_MS / 2;
       const waitMs = Math.min(busy.busyForMs > 0 ? busy.busyForMs + 1 : refreshMs, refreshMs, budgetMs);
+      if (stream && performance.now() - openedAt > 60_000) {
+        stream.close().catch(() => undefined);
+        stream = undefined;
+      }
       if (!stream) {
+        openedAt = performance.now();
         // release.lua publishes on the SHA-1 of the lock key: safe in a URL path and in the
         // comma-separated lines of the event stream, whatever the lock's name.
         stream = openStream(redis, await sha1Hex(lockKey), ticket);

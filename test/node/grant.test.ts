@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createLocks, type RedisClient } from "../../src/index.ts";
 import { lockKeys } from "../../src/keys.ts";
 import { scriptSha1, type WakeSubscriber } from "../../src/redis.ts";
@@ -232,3 +232,31 @@ describe("a push waiter's messages", () => {
     expect(await heard("U:42", "TT:42", "T:4.5", "T:-3", "T:9007199254740993", "T:", "T")).toEqual({ fence: undefined, woke: false });
   });
 });
+
+describe("a push waiter's stream", () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it("is opened afresh every minute, so one that died without a word costs at most that", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const seen = { subscribed: 0, unsubscribed: 0 };
+    const subscriber: WakeSubscriber = {
+      on(type, listener) {
+        if (type === "subscribe") queueMicrotask(() => listener({}));
+      },
+      unsubscribe: async () => void (seen.unsubscribed += 1),
+    };
+    const unused = () => Promise.reject(new Error("no script runs in this test"));
+    const redis: RedisClient = { evalsha: unused, eval: unused, subscribe: () => ((seen.subscribed += 1), subscriber) };
+    const waiter = pushWaiter(redis, "c", "T");
+    const busy = { busyForMs: 10_000, position: 0 };
+    // A wait of 70 s: one pause a second, as a waiter with no message sleeps.
+    for (let tries = 0; tries < 70; tries++) {
+      const paused = waiter.pause(tries, busy, 600_000);
+      await vi.advanceTimersByTimeAsync(1_000);
+      await paused;
+    }
+    expect(seen).toEqual({ subscribed: 2, unsubscribed: 1 });
+    await waiter.close();
+  });
+});
+
