@@ -1,8 +1,7 @@
 import * as z from "zod/mini";
 import { ms } from "./options.ts";
 
-// Checked when a guard is built: a misspelled option (waitMS) or a bad value would otherwise be
-// ignored, or fail every request with a 500. Functions and the lock set are left to the types.
+// What guardSettings() and requireFence() check; functions and the lock set are left to the types.
 const given = z.optional(z.unknown());
 
 /** lockGuard's and guardFetch's options. */

@@ -1,19 +1,38 @@
 import { LockTimeoutError, LockUnavailableError } from "./errors.ts";
+import { guardOptionsSchema } from "./guard-options.ts";
 import { checkName } from "./keys.ts";
 import type { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
-import { badNameProblem, type Problem } from "./problem.ts";
+import { parseOptions } from "./options.ts";
+import { badNameProblem, problemResponse, type Problem } from "./problem.ts";
 
 /** The part of a Workers ExecutionContext a guard needs. */
 export interface WaitUntil {
   waitUntil(promise: Promise<unknown>): void;
 }
 
+export type ReleaseMode = "await" | "waitUntil";
+
 export interface GuardSettings {
   waitMs: number;
   leaseMs: number | undefined;
   wake: "poll" | "push" | undefined;
-  signal: AbortSignal | undefined;
+  release: ReleaseMode;
+}
+
+/**
+ * lockGuard's and guardFetch's options, checked once when the guard is built (a misspelled
+ * option or a bad value would otherwise be ignored, or fail every request), defaults filled in.
+ */
+export function guardSettings(options: Partial<GuardSettings>, what: string): GuardSettings {
+  parseOptions(guardOptionsSchema, options, what);
+  const { waitMs = 0, leaseMs, wake, release = "await" } = options;
+  return { waitMs, leaseMs, wake, release };
+}
+
+/** The default refusal: application/problem+json, with Retry-After. */
+export function refusalResponse(_request: unknown, { problem, headers }: Refusal): Response {
+  return problemResponse(problem, headers);
 }
 
 /** Why a guarded request was turned away, as a problem and the headers that go with it. */
@@ -26,8 +45,12 @@ export interface Refusal {
  * Takes the lock for one request, or says why not: a name the request made unusable (400),
  * busy (423) or Redis unreachable (503). No name at all is a routing mistake, thrown.
  */
-export async function enterGuard(locks: Locks, name: string, settings: GuardSettings): Promise<Lease | Refusal> {
-  const { waitMs, leaseMs, wake, signal } = settings;
+export async function enterGuard(
+  locks: Locks,
+  name: string,
+  { waitMs, leaseMs, wake }: GuardSettings,
+  signal: AbortSignal | undefined,
+): Promise<Lease | Refusal> {
   try {
     if (name) checkName(name);
   } catch (error) {
@@ -42,12 +65,12 @@ export async function enterGuard(locks: Locks, name: string, settings: GuardSett
   }
 }
 
-/** Releases after the request: awaited, or handed to waitUntil so the response is not held up. */
-export async function leaveGuard(lease: Lease, background: WaitUntil | undefined): Promise<void> {
+/** Releases: awaited, or with "waitUntil" handed to ctx (where there is one) so the response is not held up. */
+export async function leaveGuard(lease: Lease, ctx: WaitUntil | undefined, mode: ReleaseMode): Promise<void> {
   // The lease lapses by its TTL if this fails; the handler's own outcome must stand.
-  const release = lease.release().catch(() => undefined);
-  if (background) background.waitUntil(release);
-  else await release;
+  const released = lease.release().catch(() => undefined);
+  if (ctx && mode === "waitUntil") ctx.waitUntil(released);
+  else await released;
 }
 
 /**
@@ -56,20 +79,14 @@ export async function leaveGuard(lease: Lease, background: WaitUntil | undefined
  * end, failed or been cancelled. At the end, "await" releases before the body's last byte goes
  * out, so the client's next request finds the lock free; "waitUntil" hands the release to ctx.
  */
-export async function leaveWhenSent(
-  response: Response,
-  lease: Lease,
-  ctx: WaitUntil | undefined,
-  release: "await" | "waitUntil",
-): Promise<Response> {
-  const background = release === "waitUntil" ? ctx : undefined;
+export async function leaveWhenSent(response: Response, lease: Lease, ctx: WaitUntil | undefined, mode: ReleaseMode): Promise<Response> {
   const body = response.body;
   if (!body) {
-    await leaveGuard(lease, background);
+    await leaveGuard(lease, ctx, mode);
     return response;
   }
   // Nobody waits on a body that failed or was dropped: the release goes to ctx where there is one.
-  const abandon = () => void leaveGuard(lease, ctx);
+  const abandon = () => void leaveGuard(lease, ctx, "waitUntil");
   const reader = body.getReader();
   return new Response(new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -81,7 +98,7 @@ export async function leaveWhenSent(
         return abandon();
       }
       if (!chunk.done) return controller.enqueue(chunk.value);
-      await leaveGuard(lease, background);
+      await leaveGuard(lease, ctx, mode);
       controller.close();
     },
     cancel(reason) {

@@ -1,10 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { enterGuard, leaveGuard, leaveWhenSent, type Refusal } from "./guard.ts";
+import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, refusalResponse, type Refusal } from "./guard.ts";
 import { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
-import { guardOptionsSchema } from "./guard-options.ts";
-import { parseOptions } from "./options.ts";
-import { problemResponse } from "./problem.ts";
 
 /** What lockGuard() puts on the context: `c.get("lease")`. */
 export type LockVariables = { lease: Lease };
@@ -45,34 +42,26 @@ export interface LockGuardOptions {
  * });
  */
 export function lockGuard(options: LockGuardOptions): MiddlewareHandler<{ Variables: LockVariables }> {
-  parseOptions(guardOptionsSchema, options, "lockGuard options");
-  const {
-    locks,
-    name,
-    waitMs = 0,
-    leaseMs,
-    wake,
-    release = "await",
-    onLocked = (_c, { problem, headers }) => problemResponse(problem, headers),
-  } = options;
+  const settings = guardSettings(options, "lockGuard options");
+  const { locks, name, onLocked = refusalResponse } = options;
   return async function lockGuard(c, next) {
     const lockSet = typeof locks === "function" ? locks(c) : locks;
     // An undefined name is a routing mistake: acquire() rejects the empty name.
     // The request's signal matters only while waiting, and reading it makes Deno print a warning.
-    const signal = waitMs > 0 ? c.req.raw.signal : undefined;
-    const entered = await enterGuard(lockSet, name(c) ?? "", { waitMs, leaseMs, wake, signal });
+    const signal = settings.waitMs > 0 ? c.req.raw.signal : undefined;
+    const entered = await enterGuard(lockSet, name(c) ?? "", settings, signal);
     if (!(entered instanceof Lease)) return onLocked(c, entered);
     c.set("lease", entered);
     const ctx = executionContext(c);
     try {
       await next();
     } catch (error) {
-      await leaveGuard(entered, release === "waitUntil" ? ctx : undefined);
+      await leaveGuard(entered, ctx, settings.release);
       throw error;
     }
     // Hono turns a handler's error into c.error and an error response (no work left to guard).
-    if (c.error) await leaveGuard(entered, release === "waitUntil" ? ctx : undefined);
-    else c.res = await leaveWhenSent(c.res, entered, ctx, release);
+    if (c.error) await leaveGuard(entered, ctx, settings.release);
+    else c.res = await leaveWhenSent(c.res, entered, ctx, settings.release);
   };
 }
 

@@ -1,9 +1,6 @@
-import { enterGuard, leaveGuard, leaveWhenSent, type Refusal, type WaitUntil } from "./guard.ts";
+import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, refusalResponse, type Refusal, type WaitUntil } from "./guard.ts";
 import { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
-import { guardOptionsSchema } from "./guard-options.ts";
-import { parseOptions } from "./options.ts";
-import { problemResponse } from "./problem.ts";
 
 export type { Refusal, WaitUntil } from "./guard.ts";
 
@@ -42,27 +39,19 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
   options: GuardFetchOptions<Env>,
   handler: GuardedHandler<Env, Ctx>,
 ): (request: Request, env: Env, ctx: Ctx) => Promise<Response> {
-  parseOptions(guardOptionsSchema, options, "guardFetch options");
-  const {
-    locks,
-    name,
-    waitMs = 0,
-    leaseMs,
-    wake,
-    release = "await",
-    onLocked = (_r, { problem, headers }) => problemResponse(problem, headers),
-  } = options;
+  const settings = guardSettings(options, "guardFetch options");
+  const { locks, name, onLocked = refusalResponse } = options;
   return async function guardedFetch(request, env, ctx) {
-    const signal = waitMs > 0 ? request.signal : undefined;
-    const entered = await enterGuard(locks(env), name(request, env) ?? "", { waitMs, leaseMs, wake, signal });
+    const signal = settings.waitMs > 0 ? request.signal : undefined;
+    const entered = await enterGuard(locks(env), name(request, env) ?? "", settings, signal);
     if (!(entered instanceof Lease)) return onLocked(request, entered);
     let response: Response;
     try {
       response = await handler(request, env, ctx, entered);
     } catch (error) {
-      await leaveGuard(entered, release === "waitUntil" ? ctx : undefined);
+      await leaveGuard(entered, ctx, settings.release);
       throw error;
     }
-    return leaveWhenSent(response, entered, ctx, release);
+    return leaveWhenSent(response, entered, ctx, settings.release);
   };
 }
