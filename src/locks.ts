@@ -113,7 +113,7 @@ export function createLocks(options: LocksOptions): Locks {
       if (queued) leaveQueue(name, ticket);
       throw error;
     } finally {
-      await waiter.close().catch(() => undefined);
+      await waiter.close?.().catch(() => undefined);
     }
   }
 

@@ -28,17 +28,18 @@ export interface RunOptions {
 /** A script's reply: our scripts answer flat arrays of integers and strings. */
 export type Reply = readonly (number | string)[];
 
-const digests = new Map<LuaScript, Promise<string>>();
+const digests = new Map<LuaScript, string | Promise<string>>();
 
 /**
  * The SHA-1 that EVALSHA names a script by, computed once per isolate with Web Crypto: a
  * few microseconds, where shipping 40 hex characters per script would cost the bundle
- * about 300 gzip bytes. A test checks it against the server's SCRIPT LOAD.
+ * about 300 gzip bytes. A test checks it against the server's SCRIPT LOAD. Once known it is
+ * answered as a string, so a script call waits on nothing before its request.
  */
-export function scriptSha1(script: LuaScript): Promise<string> {
+export function scriptSha1(script: LuaScript): string | Promise<string> {
   let digest = digests.get(script);
   if (!digest) {
-    digest = sha1Hex(script.text);
+    digest = sha1Hex(script.text).then((hex) => (digests.set(script, hex), hex));
     digests.set(script, digest);
   }
   return digest;
@@ -55,7 +56,8 @@ export async function runScript(
   const args = values.map(String);
   const call = async () => {
     try {
-      return await redis.evalsha<string[], unknown>(await scriptSha1(script), keys, args);
+      const sha1 = scriptSha1(script);
+      return await redis.evalsha<string[], unknown>(typeof sha1 == "string" ? sha1 : await sha1, keys, args);
     } catch (error) {
       if (!messageOf(error).includes("NOSCRIPT")) throw error;
       return await redis.eval<string[], unknown>(script.text, keys, args);
@@ -78,11 +80,10 @@ class RequestTimeout extends Error {}
 // The client's own retries go on in the background after the timeout; their late
 // result is ignored, and a lease they might create lapses by its TTL.
 function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RequestTimeout()), timeoutMs);
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new RequestTimeout()), timeoutMs);
+    work.then(resolve, reject).then(() => clearTimeout(timer));
   });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 function messageOf(error: unknown): string {

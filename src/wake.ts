@@ -6,13 +6,13 @@ import { QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./wait.ts";
 export interface Waiter {
   /** Resolves with a fence when a release handed the lock to this waiter while it slept. */
   pause(tries: number, busy: Busy, budgetMs: number, signal?: AbortSignal): Promise<number | void>;
-  close(): Promise<void>;
+  /** Absent when there is nothing to close. */
+  close?(): Promise<void>;
 }
 
 /** The default: server-hinted, jittered backoff. */
 export const pollWaiter: Waiter = {
   pause: (tries, busy, budgetMs, signal) => sleep(retryDelayMs(tries, busy, budgetMs), signal),
-  close: async () => undefined,
 };
 
 /**
@@ -27,7 +27,7 @@ export const pollWaiter: Waiter = {
  * without a word (fetch drops a body idle for 5 minutes, and Upstash sends no keep-alives), so
  * a waiter opens a fresh one every minute.
  */
-export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string): Waiter {
+export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string): Required<Waiter> {
   let stream: WakeStream | undefined;
   let openedAt = 0;
   return {
