@@ -13,7 +13,8 @@ export function isFenceSoFar(fence: number): boolean {
 export function checkFence(fence: unknown, what: string): number {
   if (typeof fence !== "number" || !isFenceSoFar(fence)) {
     throw new LockConfigError(what, [
-      `fence: expected lease.fence, a positive safe integer not from the future, got ${String(fence)}`,
+      // The type too: a fence that arrived as the string "12" must not read as a valid number.
+      `fence: expected lease.fence, a positive safe integer not from the future, got ${String(fence)}${typeof fence == "number" ? "" : ` (${typeof fence})`}`,
     ]);
   }
   return fence;

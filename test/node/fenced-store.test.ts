@@ -109,6 +109,13 @@ describe("fenced store", () => {
     expect(await store.read("doc")).toBeNull();
   });
 
+  it("names the type of a fence that is not a number, so \"12\" does not read as a valid fence", async () => {
+    const { store } = setup("fence-type");
+    await expect(store.write("doc", 1, "12" as never)).rejects.toThrow(/got 12 \(string\)/);
+    await expect(store.claim("doc", 12n as never)).rejects.toThrow(/got 12 \(bigint\)/);
+    await expect(store.write("doc", 1, -3)).rejects.toThrow(/got -3$/);
+  });
+
   it("refuses values JSON cannot hold, saying what they were", async () => {
     const { store } = setup("values-bad");
     const circular: Record<string, unknown> = {};
