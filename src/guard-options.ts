@@ -1,23 +1,21 @@
 import * as z from "zod/mini";
 import { ms } from "./options.ts";
 
-// What guardSettings() and requireFence() check; functions and the lock set are left to the types.
-const given = z.optional(z.unknown());
+// Checked when the guard is built: a wrong kind of value would otherwise fail every request.
+export const fn = (what: string) => z.custom<unknown>((v) => typeof v === "function", `expected ${what}`);
+export const has = (v: unknown, method: string) => typeof (v as Record<string, unknown> | null)?.[method] === "function";
+export const optionalFn = z.optional(fn("a function"));
 
-/** lockGuard's and guardFetch's options. */
+/** lockGuard's and guardFetch's options (guardFetch also needs `locks` to be a function). */
 export const guardOptionsSchema = z.strictObject({
-  locks: given,
-  name: given,
-  onLocked: given,
+  locks: z.custom<unknown>(
+    (v) => typeof v === "function" || has(v, "acquire"),
+    "expected the lock set from createLocks(), or a function that returns it",
+  ),
+  name: fn("a function of the request that returns the lock name"),
+  onLocked: optionalFn,
   waitMs: z.optional(ms(0, 600_000)),
   leaseMs: z.optional(ms(100, 3_600_000)),
   wake: z.optional(z.enum(["poll", "push"], 'expected "poll" or "push"')),
   release: z.optional(z.enum(["await", "waitUntil"], 'expected "await" or "waitUntil"')),
-}, "expected an options object");
-
-export const requireFenceOptionsSchema = z.strictObject({
-  store: given,
-  resource: given,
-  onProblem: given,
-  claim: z.optional(z.boolean("expected true or false")),
 }, "expected an options object");

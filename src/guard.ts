@@ -78,17 +78,44 @@ export async function leaveGuard(lease: Lease, ctx: WaitUntil | undefined, mode:
  * writing, which is guarded work too, so the lease is held until the body has been read to its
  * end, failed or been cancelled. At the end, "await" releases before the body's last byte goes
  * out, so the client's next request finds the lock free; "waitUntil" hands the release to ctx.
+ * A HEAD response's body is never sent: it is cancelled, and the lock let go at once.
  */
-export async function leaveWhenSent(response: Response, lease: Lease, ctx: WaitUntil | undefined, mode: ReleaseMode): Promise<Response> {
-  const body = response.body;
-  if (!body) {
+export async function leaveWhenSent(
+  response: Response,
+  lease: Lease,
+  ctx: WaitUntil | undefined,
+  mode: ReleaseMode,
+  method: string,
+): Promise<Response> {
+  try {
+    if (method === "HEAD") {
+      await response.body?.cancel();
+      response = new Response(null, response);
+    }
+    if (!response.body) {
+      await leaveGuard(lease, ctx, mode);
+      return response;
+    }
+    return new Response(releasingBody(response, lease, ctx, mode), response);
+  } catch (error) {
+    // A Response that cannot be passed on (its body locked or used, or not a Response at all).
     await leaveGuard(lease, ctx, mode);
-    return response;
+    throw error;
   }
+}
+
+/** The response's body, passed on chunk by chunk, releasing the lease when it ends. */
+function releasingBody(response: Response, lease: Lease, ctx: WaitUntil | undefined, mode: ReleaseMode) {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  // With a Content-Length the client has the whole body with its last byte, not at the end of
+  // the stream: "await" releases before passing that byte on.
+  const length = Number(response.headers.get("Content-Length") || Infinity);
+  let sent = 0;
+  let left: Promise<void> | undefined;
+  const leave = (as: ReleaseMode) => (left ??= leaveGuard(lease, ctx, as));
   // Nobody waits on a body that failed or was dropped: the release goes to ctx where there is one.
-  const abandon = () => void leaveGuard(lease, ctx, "waitUntil");
-  const reader = body.getReader();
-  return new Response(new ReadableStream<Uint8Array>({
+  const abandon = () => void leave("waitUntil");
+  return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
@@ -97,15 +124,18 @@ export async function leaveWhenSent(response: Response, lease: Lease, ctx: WaitU
         controller.error(error);
         return abandon();
       }
-      if (!chunk.done) return controller.enqueue(chunk.value);
-      await leaveGuard(lease, ctx, mode);
-      controller.close();
+      if (chunk.done) {
+        await leave(mode);
+        return controller.close();
+      }
+      if ((sent += chunk.value.byteLength) >= length) await leave(mode);
+      controller.enqueue(chunk.value);
     },
     cancel(reason) {
       abandon();
       return reader.cancel(reason);
     },
-  }), response);
+  });
 }
 
 function locked(retryAfterMs: number): Refusal {

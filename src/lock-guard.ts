@@ -61,7 +61,7 @@ export function lockGuard(options: LockGuardOptions): MiddlewareHandler<{ Variab
     }
     // Hono turns a handler's error into c.error and an error response (no work left to guard).
     if (c.error) await leaveGuard(entered, ctx, settings.release);
-    else c.res = await leaveWhenSent(c.res, entered, ctx, settings.release);
+    else c.res = await leaveWhenSent(c.res, entered, ctx, settings.release, c.req.method);
   };
 }
 

@@ -1,8 +1,9 @@
 import type { Context, MiddlewareHandler } from "hono";
+import * as z from "zod/mini";
 import { LockUnavailableError, StaleFenceError } from "./errors.ts";
 import { FENCE_HEADER, parseFenceHeader } from "./fence.ts";
 import type { FencedStore } from "./fenced-store.ts";
-import { requireFenceOptionsSchema } from "./guard-options.ts";
+import { fn, has, optionalFn } from "./guard-options.ts";
 import { checkName } from "./keys.ts";
 import { parseOptions } from "./options.ts";
 import { badNameProblem, problemResponse, staleFenceProblem, type Problem } from "./problem.ts";
@@ -36,7 +37,14 @@ export interface RequireFenceOptions {
  * });
  */
 export function requireFence(options: RequireFenceOptions): MiddlewareHandler<{ Variables: FenceVariables }> {
-  parseOptions(requireFenceOptionsSchema, options, "requireFence options");
+  // Built here rather than when the module loads, so an app without requireFence() does not carry it.
+  const schema = z.strictObject({
+    store: z.custom<unknown>((v) => has(v, "write"), "expected the store from createFencedStore()"),
+    resource: fn("a function of the request that returns the resource name"),
+    onProblem: optionalFn,
+    claim: z.optional(z.boolean("expected true or false")),
+  }, "expected an options object");
+  parseOptions(schema, options, "requireFence options");
   const { store, resource, claim = true, onProblem = (_c, problem) => problemResponse(problem) } = options;
   return async function requireFence(c, next) {
     const parsed = parseFenceHeader(c.req.header(FENCE_HEADER));

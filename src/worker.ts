@@ -1,3 +1,4 @@
+import { LockConfigError } from "./errors.ts";
 import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, refusalResponse, type Refusal, type WaitUntil } from "./guard.ts";
 import { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
@@ -41,6 +42,10 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
 ): (request: Request, env: Env, ctx: Ctx) => Promise<Response> {
   const settings = guardSettings(options, "guardFetch options");
   const { locks, name, onLocked = refusalResponse } = options;
+  if (typeof locks !== "function") {
+    throw new LockConfigError("guardFetch options", ["locks: expected a function of env that returns the lock set"]);
+  }
+  if (typeof handler !== "function") throw new LockConfigError("guardFetch", ["expected a handler function as the second argument"]);
   return async function guardedFetch(request, env, ctx) {
     const signal = settings.waitMs > 0 ? request.signal : undefined;
     const entered = await enterGuard(locks(env), name(request, env) ?? "", settings, signal);
@@ -52,6 +57,6 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
       await leaveGuard(entered, ctx, settings.release);
       throw error;
     }
-    return leaveWhenSent(response, entered, ctx, settings.release);
+    return leaveWhenSent(response, entered, ctx, settings.release, request.method);
   };
 }

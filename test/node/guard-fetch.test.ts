@@ -1,5 +1,9 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { createLocks } from "../../src/index.ts";
+import { createLocks, type RedisClient } from "../../src/index.ts";
+import { scriptSha1 } from "../../src/redis.ts";
+import * as scripts from "../../src/scripts.gen.ts";
 import { guardFetch } from "../../src/worker.ts";
 import { sleep } from "../../src/wait.ts";
 import { countingAcquires } from "../support/counting-client.ts";
@@ -45,5 +49,50 @@ describe("guardFetch", () => {
     await Promise.all(pending); // the release, handed to waitUntil so the isolate lives until it is done
     expect((await locks.inspect("report")).held).toBe(false);
   });
-});
 
+  it('with release: "await", a client that reads a Content-Length body and asks again finds the lock free', async () => {
+    // Redis a little slow to answer a release, as Upstash from another region is.
+    const real = upstash();
+    const releaseSha1 = await scriptSha1(scripts.release);
+    const slowRelease: RedisClient = {
+      evalsha: async (sha, keys, args) => (sha === releaseSha1 && (await sleep(200)), real.evalsha(sha, keys, args)),
+      eval: async (text, keys, args) => (text === scripts.release.text && (await sleep(200)), real.eval(text, keys, args)),
+      subscribe: (channel) => real.subscribe(channel),
+    };
+    const locks = createLocks({ redis: slowRelease, prefix: uniquePrefix("guard-last-byte") });
+    const handler = guardFetch({ locks: () => locks, name: () => "report" }, (_request, _env, _ctx, lease) => {
+      const body = `fence ${lease.fence}`;
+      return new Response(body, { headers: { "Content-Length": String(body.length) } });
+    });
+    // A plain Node adapter: the status, the headers, then the body's chunks as they come.
+    const server = createServer(async (req, res) => {
+      const response = await handler(new Request(`http://localhost${req.url}`, { method: req.method }), {}, { waitUntil: () => undefined });
+      res.writeHead(response.status, Object.fromEntries(response.headers));
+      const reader = response.body?.getReader();
+      for (let chunk = await reader?.read(); chunk && !chunk.done; chunk = await reader?.read()) res.write(chunk.value);
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/report`;
+    try {
+      const first = await fetch(url, { method: "POST" });
+      expect(await first.text()).toMatch(/^fence \d+$/);
+      const second = await fetch(url, { method: "POST" });
+      await second.text();
+      expect(second.status).toBe(200);
+    } finally {
+      await sleep(300);
+      server.close();
+    }
+  });
+
+  it("lets the lock go when the handler returns a Response whose body cannot be read (a Response returned twice)", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-reused") });
+    const cached = new Response("static report");
+    const handler = guardFetch({ locks: () => locks, name: () => "report" }, () => cached);
+    const ctx = { waitUntil: () => undefined };
+    expect(await (await handler(new Request("http://localhost/report"), {}, ctx)).text()).toBe("static report");
+    await expect(handler(new Request("http://localhost/report"), {}, ctx)).rejects.toThrow(/locked/);
+    expect((await locks.inspect("report")).held).toBe(false);
+  });
+});

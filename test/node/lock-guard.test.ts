@@ -73,4 +73,44 @@ describe("lockGuard", () => {
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ status: 400, detail: expect.stringMatching(/over the limit of 512/) });
   });
+
+  it("lets the lock go after a HEAD request to a guarded GET route", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-head") });
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.get("/report", lockGuard({ locks, name: () => "report" }), (c) => c.text("report"));
+    const head = await app.request("/report", { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.body).toBeNull(); // Hono answers HEAD with the GET response's headers and no body
+    await sleep(100);
+    expect((await locks.inspect("report")).held).toBe(false);
+    expect((await app.request("/report")).status).toBe(200);
+  });
+
+  it("lets the lock go when the handler's Response cannot be passed on (its body is already locked)", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-locked-body") });
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.get("/report", lockGuard({ locks, name: () => "report" }), () => {
+      const response = new Response("report");
+      response.body?.getReader(); // a handler bug: the body is locked, like a Response returned twice
+      return response;
+    });
+    expect((await app.request("/report")).status).toBe(500);
+    expect((await locks.inspect("report")).held).toBe(false);
+  });
+
+  it("refuses a name or locks that is not a function when it is built, rather than failing every request", () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-options-fn") });
+    const store = createFencedStore({ redis: upstash(), prefix: uniquePrefix("guard-options-fn") });
+    const built = (build: () => unknown) => { try { build(); return "built"; } catch (error) { return (error as Error).name; } };
+    expect({
+      stringName: built(() => lockGuard({ locks, name: "job" } as never)),
+      noLocks: built(() => lockGuard({ name: () => "job" } as never)),
+      fetchLocksNotFunction: built(() => guardFetch({ locks, name: () => "job" } as never, () => new Response())),
+      noHandler: built(() => guardFetch({ locks: () => locks, name: () => "job" }, undefined as never)),
+      stringResource: built(() => requireFence({ store, resource: "id" } as never)),
+    }).toEqual({
+      stringName: "LockConfigError", noLocks: "LockConfigError", fetchLocksNotFunction: "LockConfigError",
+      noHandler: "LockConfigError", stringResource: "LockConfigError",
+    });
+  });
 });

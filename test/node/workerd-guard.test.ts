@@ -43,6 +43,13 @@ describe("lockGuard in workerd", () => {
     expect((await post("/jobs/b1")).status).toBe(200);
   });
 
+  it("releases after a HEAD request to a guarded GET route", async () => {
+    expect((await worker.fetch("/reports/b4", { method: "HEAD" })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await (await worker.fetch("/jobs/b4")).json()).toMatchObject({ held: false });
+    expect((await worker.fetch("/reports/b4")).status).toBe(200);
+  });
+
   it("with waitMs > 0 waits for the holder and then succeeds", async () => {
     const holder = post("/jobs/b2?holdMs=600");
     await new Promise((resolve) => setTimeout(resolve, 200));

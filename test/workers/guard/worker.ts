@@ -69,6 +69,7 @@ app.post(
     return c.json({ fence, attempts: c.get("attempts").n, state });
   },
 );
+app.get("/reports/:id", guard(), (c) => c.text(`report ${c.get("lease").fence}`));
 app.get("/jobs/:id", async (c) => c.json(await locksFor(c.env).inspect(`job:${c.req.param("id")}`)));
 app.onError((error, c) => c.json({ error: error.message }, 500));
 
