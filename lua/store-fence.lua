@@ -6,18 +6,20 @@
 -- accepted otherwise, {0, highest} when the fence is stale.
 local key, fence, ttlMs, value = KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local number = tonumber(fence)
--- Checked here too: one malformed fence stored would outrank every honest holder forever.
--- (Any 17 digits or more are above 2^53 - 1 even as a rounded double.)
-if not string.match(fence, '^[1-9][0-9]*$') or number > 9007199254740991 then
+local t = redis.call('TIME')
+local nowUs = t[1] * 1000000 + t[2]
+-- Checked here too, whoever runs this script: one malformed fence stored would outrank every
+-- honest holder, and one minted (server time in µs) more than an hour from now is forged. That
+-- bound is far below 2^53, so no fence that lost digits as a double gets past it either.
+if not string.match(fence, '^[1-9][0-9]*$') or number > nowUs + 3600000000 then
   return redis.error_reply('ERR fencelock: malformed fence')
 end
 local cur = redis.call('HMGET', key, 'fence', 'value')
 local highest = tonumber(cur[1] or '0')
 if not cur[1] and ttlMs > 0 then
   -- An expiring record takes the highest fence it saw with it once idle for ttlMs. Every fence
-  -- seen before was minted (server time in µs) before then, so a fence that old is refused.
-  local t = redis.call('TIME')
-  highest = t[1] * 1000000 + t[2] - ttlMs * 1000
+  -- seen before was minted before then, so a fence that old is refused.
+  highest = nowUs - ttlMs * 1000
 end
 if number < highest then
   return {0, highest}
@@ -27,7 +29,8 @@ if value then
 else
   redis.call('HSET', key, 'fence', fence)
 end
-if ttlMs > 0 then redis.call('PEXPIRE', key, ttlMs) end
+-- Without ttlMs the record is kept, even if a store with one gave it a TTL before.
+if ttlMs > 0 then redis.call('PEXPIRE', key, ttlMs) else redis.call('PERSIST', key) end
 -- The prefix keeps a client's automatic JSON parsing away from the value.
 if cur[2] and not value then return {1, number, 'v:' .. cur[2]} end
 return {1, number}

@@ -32,7 +32,7 @@ export const release: LuaScript = {
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local C,A,D,E=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local F=tonumber(A) if not string.match(A,'^[1-9][0-9]*$')or F>9007199254740991 then return redis.error_reply('ERR fencelock: malformed fence') end local u=a('HMGET',C,'fence','value') local G=tonumber(u[1] or '0') if not u[1] and D>0 then local l=a('TIME') G=l[1]*1000000+l[2]-D*1000 end if F<G then return{0,G} end if E then a('HSET',C,'fence',A,'value',E) else a('HSET',C,'fence',A) end if D>0 then a('PEXPIRE',C,D)end if u[2] and not E then return{1,F,'v:'..u[2]}end return{1,F}",
+  text: "local a=redis.call local C,A,D,E=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local F=tonumber(A) local l=a('TIME') local m=l[1]*1000000+l[2] if not string.match(A,'^[1-9][0-9]*$')or F>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence') end local u=a('HMGET',C,'fence','value') local G=tonumber(u[1] or '0') if not u[1] and D>0 then G=m-D*1000 end if F<G then return{0,G} end if E then a('HSET',C,'fence',A,'value',E) else a('HSET',C,'fence',A) end if D>0 then a('PEXPIRE',C,D)else a('PERSIST',C)end if u[2] and not E then return{1,F,'v:'..u[2]}end return{1,F}",
 };
 
 export const storeRead: LuaScript = {

@@ -62,7 +62,7 @@ export function checkValue(value: unknown, what: string): SqlValue {
 const QUOTES = "'\"`";
 
 // Positional placeholders are refused because one inside an expression would shift every
-// later parameter, fence included; named ones (:a @a $a) take positions in SQLite too.
+// later parameter, fence included; named ones (:a @a $a #a) take positions in SQLite too.
 function findProblem(strings: readonly string[]): string | null {
   let closing: string | null = null;
   let depth = 0;
@@ -79,7 +79,10 @@ function findProblem(strings: readonly string[]): string | null {
       else if (c === ";") return "a `;` would end the statement";
       else if (c === "[" || c === "]") return "a `[` or `]` (a quote to SQLite, a subscript to Postgres) cannot be scanned safely";
       else if (pair === "--" || pair === "/*") return "a comment could hide the rest of the statement";
-      else if ("?$@:".includes(c)) return `a \`${c}\` placeholder would misnumber the parameters (interpolate \${value} instead)`;
+      // SQLite also reads #name as a parameter; a lone # (Postgres XOR) is not one.
+      else if ("?$@:".includes(c) || (c === "#" && /[\w$]/.test(text[i + 1] ?? ""))) {
+        return `a \`${c}\` placeholder would misnumber the parameters (interpolate \${value} instead)`;
+      }
       else if (c === "(") depth++;
       else if (c === ")" && --depth < 0) return "a `)` closes a parenthesis the expression did not open";
     }

@@ -135,6 +135,23 @@ describe("fenced SQL on real SQLite (D1 in workerd)", () => {
     expect(await rows(t)).toEqual([{ id: "r", value: null, remaining: 0, fence: F }]);
   });
 
+  // In an upsert, excluded."fence" names the proposed row, even where the table itself is named
+  // excluded: the guard would compare the proposed fence with itself and accept a stale write.
+  it("refuses an upsert into a table named excluded, and still fences plain updates of it", async () => {
+    const t = "Excluded";
+    await ok({ op: "exec", statements: [
+      `CREATE TABLE "${t}" (id TEXT PRIMARY KEY, value TEXT, remaining INTEGER NOT NULL DEFAULT 0)`,
+      addFenceColumnSql(t),
+      `INSERT INTO "${t}" (id, value, fence) VALUES ('r', 'by B', ${F + 2})`,
+    ] });
+    const error = await refused(write(t, "r", "by stale A", F + 1, true), "LockConfigError");
+    expect(error.message).toMatch(/excluded/);
+    expect(await rows(t)).toEqual([{ id: "r", value: "by B", remaining: 0, fence: F + 2 }]);
+    await refused(write(t, "r", "by stale A", F + 1), "StaleFenceError");
+    expect(await ok(write(t, "r", "by C", F + 3))).toEqual({ accepted: true });
+    expect(await rows(t)).toEqual([{ id: "r", value: "by C", remaining: 0, fence: F + 3 }]);
+  });
+
   it("decrements stock under a guard: never below zero, stale decrements refused, quantities bound", async () => {
     const t = await table({ id: "evt", remaining: 3, fence: F });
     expect(await ok(decrement(t, "evt", 1, F + 10))).toEqual({ accepted: true });
@@ -277,6 +294,15 @@ describe("fenced SQL text", () => {
       expect(make).toThrow(message);
     }
     expect(() => sql`status = 'a;b -- ?' AND price::numeric > ${1} AND "weird;name" = 1`).not.toThrow();
+  });
+
+  // SQLite also reads #name as a named parameter (tokenize.c: '#' is CC_VARALPHA), so it would take
+  // a position and shift the fence's.
+  it("sql`...` refuses SQLite's #name parameter like :name, @name and $name", () => {
+    expect(() => sql`remaining - #qty`).toThrow(LockConfigError);
+    expect(() => fencedWriteSql({ table: "events", key: { id: "e" }, fence: F, set: { remaining: sql`remaining - #qty` } }))
+      .toThrow(/placeholder/);
+    expect(() => sql`flags # ${1}`).not.toThrow(); // Postgres XOR
   });
 
   it("refuses bad writes before building anything", () => {

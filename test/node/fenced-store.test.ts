@@ -101,6 +101,18 @@ describe("fenced store", () => {
     expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
   });
 
+  // Another service, or an older fencelock, may run the script itself: the script refuses too.
+  it("refuses a fence from the future inside Lua too, so no client can lock honest holders out", async () => {
+    const { redis, prefix, locks, store } = setup("forged-future");
+    await store.write("doc", "honest", 100);
+    const key = `${prefix}:{doc}:data`;
+    for (const forged of ["9007199254740991", String((Date.now() + 2 * 3_600_000) * 1000)]) {
+      await expect(redis.eval(scripts.storeFence.text, [key], [forged, "0", "evil"])).rejects.toThrow(/malformed fence/);
+    }
+    expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
+    await locks.withLock("doc", (lease) => store.write("doc", "next holder", lease.fence));
+  });
+
   it("refuses read options it does not know, so a misspelled fence never skips the claim", async () => {
     const { store } = setup("read-options");
     await expect(store.read("doc", { fense: 5 } as never)).rejects.toThrow(/unknown option "fense"/);
@@ -156,6 +168,21 @@ describe("fenced store", () => {
       },
     );
     expect((await warm.read("doc"))?.value).toBe("second");
+  });
+
+  // As during a deploy that drops ttlMs: the record, with its highest fence, must not expire later.
+  it("a store without ttlMs keeps data it wrote even if another store gave the record a TTL", async () => {
+    const { redis, prefix, locks, store } = setup("ttl-mixed", 200);
+    const expiring = createFencedStore({ redis, prefix, ttlMs: 1_000 });
+    await locks.withLock("doc", (lease) => expiring.write("doc", "v0", lease.fence));
+    const a = await locks.acquire("doc");
+    await sleep(300); // A pauses past its lease
+    const b = await locks.acquire("doc", { waitMs: 0 });
+    await store.write("doc", "by B", b.fence); // the store that promises to keep data
+    await b.release();
+    await sleep(1_200);
+    await staleError(store.write("doc", "by stale A", a.fence));
+    expect(await store.read("doc")).toEqual({ value: "by B", fence: b.fence });
   });
 
   it("refuses a paused holder's write after the newer holder's record expired (ttlMs)", async () => {
