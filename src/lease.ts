@@ -77,15 +77,14 @@ export class Lease implements AsyncDisposable {
 
   /** Extends the lease to at least its full length. Throws LockLostError when it is no longer held. */
   async heartbeat(): Promise<void> {
+    this.#endIfLapsed();
     if (this.#lostWhy !== undefined) throw this.#lostError();
-    if (this.#validUntil !== undefined && this.remainingMs() === 0) {
-      this.#end("it lapsed before this heartbeat");
-      throw this.#lostError();
-    }
     const sentAt = performance.now();
     const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs);
     if (ttlMs === null) this.#end("it expired or passed to another holder");
-    // Also when it lapsed here while the heartbeat was on its way: lost stays lost.
+    // Also when it lapsed here while the heartbeat was on its way, its signal watched or not:
+    // lost stays lost.
+    this.#endIfLapsed();
     if (ttlMs === null || this.#lostWhy !== undefined) throw this.#lostError();
     this.#extendTo(sentAt + ttlMs - driftMs(ttlMs));
   }
@@ -110,6 +109,11 @@ export class Lease implements AsyncDisposable {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release();
+  }
+
+  /** A resumed lease not yet confirmed has no time of its own to run out. */
+  #endIfLapsed(): void {
+    if (this.#validUntil !== undefined && this.remainingMs() === 0) this.#end("it lapsed before a heartbeat extended it");
   }
 
   /** Marks the lease lost for good; the first reason given is the one reported. */

@@ -95,6 +95,8 @@ export function createLocks(options: LocksOptions): Locks {
         const outcome = await attempt(name, owner, ticket, leaseMs, queueMs);
         if (outcome instanceof Lease) return await deliver(outcome);
         queued = wasQueued || outcome.position >= 0;
+        // An abort while the attempt was out wins over what it found, as over a lease it got.
+        opts.signal?.throwIfAborted();
         const budgetMs = deadline - performance.now();
         if (budgetMs <= 0) {
           if (queued) leaveQueue(name, ticket);

@@ -100,6 +100,30 @@ describe("validity on the client", () => {
     await lease.release();
   });
 
+  it("fails a heartbeat during which the lease lapsed here, even when its signal was never read", async () => {
+    const real = upstash();
+    const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
+    // The server extends the lease, but the reply takes longer than the 60 ms left here.
+    const slowHeartbeats: RedisClient = {
+      evalsha: async (sha, keys, args) => {
+        const reply = await real.evalsha(sha, keys, args);
+        if (sha === heartbeatSha1) await sleep(150);
+        return reply as never;
+      },
+      eval: (text, keys, args) => real.eval(text, keys, args),
+    };
+    const locks = createLocks({ redis: slowHeartbeats, prefix: uniquePrefix("hb-late-nosignal"), leaseMs: 300 });
+    await (await locks.acquire("warm")).heartbeat(); // heartbeat script loaded
+    const lease = await locks.acquire("job"); // lease.signal is never read
+    await sleep(lease.remainingMs() - 60);
+    const heartbeat = lease.heartbeat().catch((error: unknown) => error);
+    await sleep(100);
+    expect(lease.remainingMs()).toBe(0); // lapsed here while the heartbeat was on its way
+    expect(await heartbeat).toBeInstanceOf(LockLostError);
+    expect(lease.remainingMs()).toBe(0);
+    await lease.release();
+  });
+
   it("aborts the signal when the lease lapses without a heartbeat", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("signal"), leaseMs: 200 });
     const lease = await locks.acquire("job");
