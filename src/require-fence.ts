@@ -3,7 +3,7 @@ import * as z from "zod/mini";
 import { LockUnavailableError, StaleFenceError } from "./errors.ts";
 import { FENCE_HEADER, parseFenceHeader } from "./fence.ts";
 import type { FencedStore } from "./fenced-store.ts";
-import { fn, has, optionalFn } from "./guard-options.ts";
+import { aFunction, hasMethod, optionalFunction } from "./guard-options.ts";
 import { checkName } from "./keys.ts";
 import { parseOptions } from "./options.ts";
 import { badNameProblem, problemResponse, staleFenceProblem, type Problem } from "./problem.ts";
@@ -39,9 +39,9 @@ export interface RequireFenceOptions {
 export function requireFence(options: RequireFenceOptions): MiddlewareHandler<{ Variables: FenceVariables }> {
   // Built here rather than when the module loads, so an app without requireFence() does not carry it.
   const schema = z.strictObject({
-    store: z.custom<unknown>((v) => has(v, "write"), "expected the store from createFencedStore()"),
-    resource: fn("a function of the request that returns the resource name"),
-    onProblem: optionalFn,
+    store: z.custom<unknown>((v) => hasMethod(v, "write"), "expected the store from createFencedStore()"),
+    resource: aFunction("a function of the request that returns the resource name"),
+    onProblem: optionalFunction,
     claim: z.optional(z.boolean("expected true or false")),
   }, "expected an options object");
   parseOptions(schema, options, "requireFence options");
