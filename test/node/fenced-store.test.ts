@@ -149,7 +149,7 @@ describe("fenced store", () => {
     expect(await redis.pttl(`${prefix}:{temp}:data`)).toBeGreaterThan(59_000);
   });
 
-  it("with a client that does not retry, a write reported failed never lands after the next one", async () => {
+  it("with a client that does not retry, a write whose request failed never lands after the next one", async () => {
     const prefix = uniquePrefix("no-retry");
     const warm = createFencedStore({ redis: upstash(), prefix });
     const store = createFencedStore({ redis: upstash({ retry: false }), prefix, timeoutMs: 100 });
@@ -202,5 +202,33 @@ describe("fenced store", () => {
     // A holder that came after is not held back.
     await locks.withLock("doc", (c) => store.write("doc", "by C", c.fence));
     expect((await store.read("doc"))?.value).toBe("by C");
+  });
+});
+
+describe("a fenced write that timed out", () => {
+  // timeoutMs cannot withdraw a request already sent: a slow one lands after the call failed, with
+  // the fence of the holder's next write. A new lease's higher fence is what makes it stale.
+  it("may still land later, but never over a write made under the next lease", async () => {
+    const prefix = uniquePrefix("slow-write");
+    const locks = createLocks({ redis: upstash(), prefix });
+    const warm = createFencedStore({ redis: upstash(), prefix });
+    const store = createFencedStore({ redis: upstash({ retry: false }), prefix, timeoutMs: 100 });
+    await warm.write("warm", "v0", 1); // script loaded
+    await withFetch(
+      (real) => async (input, init) => {
+        if (String(init?.body).includes("first")) await sleep(400); // slow on its way to Redis
+        return real(input, init);
+      },
+      async () => {
+        const lease = await locks.acquire("doc");
+        await expect(store.write("doc", "first", lease.fence)).rejects.toBeInstanceOf(LockUnavailableError);
+        await lease.release();
+        const next = await locks.acquire("doc");
+        await store.write("doc", "second", next.fence);
+        await sleep(600); // "first" reaches Redis now, and is refused as stale
+        await next.release();
+      },
+    );
+    expect((await warm.read("doc"))?.value).toBe("second");
   });
 });
