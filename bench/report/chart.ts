@@ -5,7 +5,7 @@ import type { HandoffRow } from "../scenarios/handoff.ts";
 import { quantile } from "../harness/stats.ts";
 
 const POINTS = 200;
-const WAITER = "2b: to a waiting client (releaser rejoins after a handoff)";
+const WAITER = "2b: to a waiting client (releaser rejoins after a handoff and 0–100 ms)";
 const NEXT = "2a: to the next holder (releaser competes again at once)";
 
 interface CdfPoint {

@@ -92,7 +92,7 @@ export function scalingSection(cells: ScalingCell[]): string {
   const contendersTable = table(["library", "contenders (1 name)", "critical sections/s", "gap to a waiter p50 ms", "requests / op", "wait p99 ms", "longest ÷ mean wait", "busiest waiter requests/s"],
     contenders.map((c) => [c.library, String(c.clients), num(c.opsPerSec), num(c.gapP50Ms, 2), num(c.requestsPerOp, 2), num(c.waitMs.p99, 1), `${num(c.starvation)}×`, num(c.requestsPerWaiterPerSec)]));
   return ["Distinct names (each client takes the next name of a shared round-robin over N names, acquire + release, no hold):", "", namesTable,
-    "", "Contenders on one name (hold 5 ms; a client that released rejoins once another has the lock, as in 2b):", "", contendersTable].join("\n");
+    "", "Contenders on one name (hold 5 ms; a client that released rejoins once another has the lock and 0–100 ms later, as in 2b):", "", contendersTable].join("\n");
 }
 
 export function sizeSection(rows: Measured[]): string {

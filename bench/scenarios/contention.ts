@@ -32,6 +32,13 @@ export interface Censored {
 export type Rejoin = "immediate" | "after-handoff";
 
 const REJOIN_CAP_MS = 1_000;
+/**
+ * In "after-handoff", a client starts, and rejoins after each handoff, a random 0–100 ms later,
+ * as a real waiter arrives at any moment. Rejoining right at the handoff put every waiter of a
+ * fixed-interval poller (@upstash/lock retries every 100 ms) in step: all tried during one hold,
+ * all slept the full interval, and its handoff gap came out as that interval.
+ */
+const REJOIN_JITTER_MS = 100;
 
 export interface ContentionPlan {
   clients: number;
@@ -116,6 +123,8 @@ class Handoffs {
 }
 
 async function contend(client: Client, plan: ContentionPlan, end: number, signal: AbortSignal, log: Log): Promise<void> {
+  const jitter = () => (plan.rejoin === "after-handoff" ? sleep(Math.random() * REJOIN_JITTER_MS) : undefined);
+  await jitter();
   while (now() < end) {
     const waitStart = now();
     const before = client.counter.requests;
@@ -136,6 +145,7 @@ async function contend(client: Client, plan: ContentionPlan, end: number, signal
     const releaseRequests = client.counter.requests - beforeRelease;
     log.sections.push({ client: client.index, waitStart, acquiredAt, releaseStart, releasedAt: now(), requests, releaseRequests });
     await rejoin;
+    await jitter();
   }
 }
 

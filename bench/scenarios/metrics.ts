@@ -62,8 +62,8 @@ export function throughputMetrics(run: ContentionRun): ThroughputMetrics {
 
 export function waitMetrics(run: ContentionRun): WaitMetrics {
   const waits = [
-    ...run.sections.map((s) => ({ client: s.client, ms: s.acquiredAt - s.waitStart, requests: s.requests })),
-    ...run.censored.map((c) => ({ client: c.client, ms: c.abortedAt - c.waitStart, requests: c.requests })),
+    ...run.sections.map((s) => waitInWindow(run.end, s.client, s.waitStart, s.acquiredAt, s.requests)),
+    ...run.censored.map((c) => waitInWindow(run.end, c.client, c.waitStart, c.abortedAt, c.requests)),
   ];
   const rate = (extraOnly: boolean) => Array.from({ length: run.plan.clients }, (_, client) => {
     const mine = waits.filter((w) => w.client === client);
@@ -81,6 +81,16 @@ export function waitMetrics(run: ContentionRun): WaitMetrics {
     allRequestsPerAcquireSec: spread(rate(false)),
     sectionsPerClient: { min: Math.min(...counts), max: Math.max(...counts) },
   };
+}
+
+/**
+ * A wait as far as the window's end. A library that takes no AbortSignal (@upstash/lock; redlock
+ * between its batches of attempts) goes on waiting after it, with fewer rivals, where the others
+ * are cut off: its wait counts to the window's end too, and its requests in proportion.
+ */
+function waitInWindow(end: number, client: number, start: number, until: number, requests: number) {
+  const ms = Math.min(until, end) - start;
+  return { client, ms, requests: until > end ? (requests * ms) / Math.max(until - start, 1e-9) : requests };
 }
 
 export function gapMetrics(run: ContentionRun): GapMetrics {
