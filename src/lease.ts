@@ -63,8 +63,8 @@ export class Lease implements AsyncDisposable {
   get signal(): AbortSignal {
     if (!this.#controller) {
       this.#controller = new AbortController();
-      if (this.#lostWhy !== undefined) this.#controller.abort(this.#lostError());
-      else if (this.#validUntil !== undefined) this.#watch(this.#validUntil);
+      // #watch aborts it at once for a lease already lost.
+      if (this.#lostWhy !== undefined || this.#validUntil !== undefined) this.#watch();
     }
     return this.#controller.signal;
   }
@@ -81,12 +81,16 @@ export class Lease implements AsyncDisposable {
     if (this.#lostWhy !== undefined) throw this.#lostError();
     const sentAt = performance.now();
     const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs);
-    if (ttlMs === null) this.#end("it expired or passed to another holder");
+    if (ttlMs === null) {
+      this.#end("it expired or passed to another holder");
+      throw this.#lostError();
+    }
     // Also when it lapsed here while the heartbeat was on its way, its signal watched or not:
     // lost stays lost.
     this.#endIfLapsed();
-    if (ttlMs === null || this.#lostWhy !== undefined) throw this.#lostError();
-    this.#extendTo(sentAt + ttlMs - driftMs(ttlMs));
+    if (this.#lostWhy !== undefined) throw this.#lostError();
+    this.#validUntil = sentAt + ttlMs - driftMs(ttlMs);
+    if (this.#controller) this.#watch();
   }
 
   /**
@@ -126,24 +130,20 @@ export class Lease implements AsyncDisposable {
     return (this.#lost ??= new LockLostError(this.name, this.fence, this.#lostWhy ?? ""));
   }
 
-  #extendTo(validUntil: number): void {
-    this.#validUntil = validUntil;
-    if (this.#controller) this.#watch(validUntil);
-  }
-
   // A timeout signal keeps no process alive. A timer can fire a little before
-  // performance.now() reaches the deadline, so it looks again; one left over from
-  // before a heartbeat sees a newer deadline and stops.
-  #watch(deadline: number): void {
+  // performance.now() reaches the deadline, so it looks again (a lease lost meanwhile has no
+  // time left, and #end keeps the first reason); one left over from before a heartbeat sees a
+  // newer deadline and stops.
+  #watch(): void {
     if (this.remainingMs() === 0) {
       this.#end("it lapsed without a heartbeat");
       return;
     }
+    // Time left means a deadline is set.
+    const deadline = this.#validUntil!;
     const waitMs = Math.ceil(deadline - performance.now());
     AbortSignal.timeout(waitMs).addEventListener("abort", () => {
-      if (this.#validUntil !== deadline || this.#lostWhy !== undefined) return;
-      if (this.remainingMs() === 0) this.#end("it lapsed without a heartbeat");
-      else this.#watch(deadline);
+      if (this.#validUntil === deadline) this.#watch();
     }, { once: true });
   }
 }
