@@ -75,19 +75,22 @@ function openStream(redis: RedisClient, channel: string, ticket: string): WakeSt
   try {
     subscriber = redis.subscribe?.(channel);
   } catch {
+    // as good as no subscriber: failed
+  }
+  if (subscriber) {
+    subscriber.on("subscribe", () => ((live = true), wakeAll()));
+    subscriber.on("error", () => ((live = false), (failed = true), wakeAll()));
+    // "<ticket>:<fence>": release.lua handed the lock to this waiter.
+    subscriber.on("message", (event) => {
+      const [to, fence] = String(typeof event === "object" && event && "message" in event && event.message).split(":");
+      const handed = Number(fence);
+      if (to !== ticket || !Number.isSafeInteger(handed) || handed <= 0) return;
+      granted = handed;
+      wakeAll();
+    });
+  } else {
     failed = true;
   }
-  subscriber?.on("subscribe", () => ((live = true), wakeAll()));
-  subscriber?.on("error", () => ((live = false), (failed = true), wakeAll()));
-  // "<ticket>:<fence>": release.lua handed the lock to this waiter.
-  subscriber?.on("message", (event) => {
-    const [to, fence] = String(typeof event === "object" && event && "message" in event && event.message).split(":");
-    const handed = Number(fence);
-    if (to !== ticket || !Number.isSafeInteger(handed) || handed <= 0) return;
-    granted = handed;
-    wakeAll();
-  });
-  if (!subscriber) failed = true;
 
   // Waits until `done()` holds, a waker fires and it holds, `ms` pass, or the signal aborts.
   const until = (done: () => boolean, ms: number, signal?: AbortSignal) =>
