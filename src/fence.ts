@@ -14,7 +14,7 @@ export function checkFence(fence: unknown, what: string): number {
   if (typeof fence !== "number" || !isFenceSoFar(fence)) {
     throw new LockConfigError(what, [
       // The type too: a fence that arrived as the string "12" must not read as a valid number.
-      `fence: expected lease.fence, a positive safe integer not from the future, got ${String(fence)}${typeof fence == "number" ? "" : ` (${typeof fence})`}`,
+      `fence: expected lease.fence, a positive safe integer not from the future, got ${typeof fence == "number" ? fence : `${String(fence)} (${typeof fence})`}`,
     ]);
   }
   return fence;

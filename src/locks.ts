@@ -52,13 +52,14 @@ export interface Locks {
  */
 export function createLocks(options: LocksOptions): Locks {
   const config = parseOptions(locksOptionsSchema, options, "createLocks options");
-  const run = async (script: scripts.LuaScript, name: string, args: (string | number)[], owner: string) => {
-    const reply = await runScript(config.redis, script, Object.values(lockKeys(config.prefix, name)), args, {
-      timeoutMs: config.timeoutMs,
-      secrets: [owner],
-    });
-    return integers(reply, script);
-  };
+  const run = async (script: scripts.LuaScript, name: string, args: (string | number)[], owner: string) =>
+    integers(
+      await runScript(config.redis, script, Object.values(lockKeys(config.prefix, name)), args, {
+        timeoutMs: config.timeoutMs,
+        secrets: [owner],
+      }),
+      script,
+    );
   const backend = leaseBackend(run);
   const attempt = attemptAcquire(run, backend);
 
