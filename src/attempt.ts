@@ -1,5 +1,4 @@
 import { LockUnavailableError } from "./errors.ts";
-import { newToken } from "./keys.ts";
 import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
 import * as scripts from "./scripts.gen.ts";
 import type { Busy } from "./wait.ts";
@@ -19,7 +18,6 @@ export interface BusyAttempt extends Busy {
 /** The Redis side of a lease: heartbeat and release, each one script. */
 export function leaseBackend(run: Run): LeaseBackend {
   return {
-    newToken,
     async heartbeat(lease, leaseMs) {
       const args = [lease.owner, lease.fence, leaseMs, leaseMs + RETRY_WINDOW_MS];
       const [extended, ttl = 0] = await run(scripts.heartbeat, lease.name, args, lease.owner);

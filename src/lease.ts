@@ -1,4 +1,5 @@
 import { LockLostError } from "./errors.ts";
+import { newToken } from "./keys.ts";
 
 export type ReleaseOutcome = "released" | "expired";
 
@@ -7,7 +8,6 @@ export interface LeaseBackend {
   /** Extends the lease; the server's new TTL in ms, or null when no longer held. */
   heartbeat(lease: Lease, leaseMs: number): Promise<number | null>;
   release(lease: Lease, requestId: string): Promise<ReleaseOutcome>;
-  newToken(): string;
 }
 
 export interface LeaseInit {
@@ -50,7 +50,7 @@ export class Lease implements AsyncDisposable {
     this.#leaseMs = init.leaseMs;
     this.#backend = backend;
     // One id for every try of this lease's release, so a retried release is a no-op.
-    this.#releaseId = backend.newToken();
+    this.#releaseId = newToken();
     this.#validUntil = init.validUntil;
   }
 
