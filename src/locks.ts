@@ -99,10 +99,7 @@ export function createLocks(options: LocksOptions): Locks {
         // An abort while the attempt was out wins over what it found, as over a lease it got.
         opts.signal?.throwIfAborted();
         const budgetMs = deadline - performance.now();
-        if (budgetMs <= 0) {
-          if (queued) leaveQueue(name, ticket);
-          return outcome;
-        }
+        if (budgetMs <= 0) return outcome;
         const fence = await waiter.pause(tries, outcome, budgetMs, opts.signal);
         // Handed over after this attempt (a fence minted before it has lapsed, or the attempt would
         // have found the lock held), so it lasts leaseMs from sentAt at least; with too little of it
@@ -111,11 +108,9 @@ export function createLocks(options: LocksOptions): Locks {
           new Lease({ name, owner, fence, leaseMs, validUntil: sentAt + leaseMs - driftMs(leaseMs) }, backend);
         if (lease && lease.remainingMs() >= leaseMs / 10) return await deliver(lease);
       }
-    } catch (error) {
-      // Also gives back a hold taken for this call that it never received.
-      if (queued) leaveQueue(name, ticket);
-      throw error;
     } finally {
+      // Out of time or failed; also gives back a hold taken for this call that it never received.
+      if (queued) leaveQueue(name, ticket);
       await waiter.close?.().catch(() => undefined);
     }
   }
