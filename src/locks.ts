@@ -108,6 +108,10 @@ export function createLocks(options: LocksOptions): Locks {
           new Lease({ name, owner, fence, leaseMs, validUntil: sentAt + leaseMs - driftMs(leaseMs) }, backend);
         if (lease && lease.remainingMs() >= leaseMs / 10) return await deliver(lease);
       }
+    } catch (error) {
+      // An abort wins over an attempt that failed while it was out, too.
+      opts.signal?.throwIfAborted();
+      throw error;
     } finally {
       // Out of time or failed; also gives back a hold taken for this call that it never received.
       if (queued) leaveQueue(name, ticket);

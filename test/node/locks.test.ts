@@ -204,3 +204,17 @@ describe("an aborted call", () => {
     await holder.release();
   });
 });
+
+describe("an aborted call while Redis is too slow to answer", () => {
+  it("rejects with the signal's reason, not with LockUnavailableError from the attempt that was out", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("abort-slow"), timeoutMs: 500 });
+    await (await locks.tryAcquire("warm"))?.release(); // scripts loaded
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("client went away")), 100);
+    // Redis answers after 2 s: the attempt out at the abort then fails by timeoutMs.
+    const outcome = await withFetch(delayingResponses(2_000), () =>
+      locks.acquire("job", { waitMs: 5_000, signal: controller.signal }).catch((error: unknown) => error));
+    expect(controller.signal.aborted).toBe(true);
+    expect(outcome).toBe(controller.signal.reason);
+  });
+});
