@@ -19,7 +19,9 @@ const STOP_GRACE_MS = 5_000;
 export async function startServerProcess(): Promise<BenchServer> {
   const entry = fileURLToPath(new URL("./server-process.ts", import.meta.url));
   const child = spawn(process.execPath, [entry], { stdio: ["pipe", "pipe", "inherit"] });
-  const killOnExit = () => child.kill("SIGKILL");
+  // SIGTERM, not SIGKILL: the child then stops its own redis-server too (a bench that crashed
+  // left one running each time).
+  const killOnExit = () => child.kill("SIGTERM");
   process.on("exit", killOnExit);
   try {
     const endpoint = await firstLine(child);
