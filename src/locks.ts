@@ -115,7 +115,8 @@ export function createLocks(options: LocksOptions): Locks {
     } finally {
       // Out of time or failed; also gives back a hold taken for this call that it never received.
       if (queued) leaveQueue(name, ticket);
-      await waiter.close?.().catch(() => undefined);
+      // Not awaited: the caller has its lease or error, whatever closing the stream takes.
+      waiter.close?.().catch(() => undefined);
     }
   }
 

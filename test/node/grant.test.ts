@@ -256,7 +256,10 @@ describe("a push waiter's stream", () => {
       await paused;
     }
     expect(seen).toEqual({ subscribed: 2, unsubscribed: 1 });
-    await waiter.close();
+    const closed = waiter.close(); // a macrotask later, after the caller has its lease
+    await vi.advanceTimersByTimeAsync(0);
+    await closed;
+    expect(seen).toEqual({ subscribed: 2, unsubscribed: 2 });
   });
 });
 
