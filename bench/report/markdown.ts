@@ -57,7 +57,7 @@ function handoffPart(results: BenchResults): string {
     "",
     handoffSection(results.handoff.immediate, "next") + pushNote,
     "",
-    "### 2b. The releaser rejoins once another client holds the lock, then a random 0–100 ms later (every handoff goes to a waiter; the delay keeps fixed-interval pollers out of step, as real arrivals are)",
+    "### 2b. The releaser rejoins once another client holds the lock, then a random 0–100 ms later (so it never takes the lock straight back; the delay keeps fixed-interval pollers out of step, as real arrivals are, and now and then nobody is waiting at a release)",
     "",
     handoffSection(results.handoff.toWaiter, "waiter") + pushNote,
     "",

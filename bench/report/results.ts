@@ -23,7 +23,7 @@ export interface BenchResults {
   handoff: {
     /** 2a: the releaser competes again at once (as issue 5 describes the run). */
     immediate: HandoffRow[];
-    /** 2b: the releaser rejoins once another client has the lock: every handoff is to a waiter. */
+    /** 2b: the releaser rejoins once another client has the lock, and 0–100 ms later. */
     toWaiter: HandoffRow[];
   };
   scaling: ScalingCell[];

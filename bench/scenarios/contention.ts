@@ -27,7 +27,7 @@ export interface Censored {
 /**
  * When a client that released competes again: "immediate" (at once, so it often wins again
  * before any waiter wakes), or "after-handoff" (once another client has taken the lock, or
- * after REJOIN_CAP_MS), so every handoff goes to a client that was already waiting.
+ * after REJOIN_CAP_MS, and then REJOIN_JITTER_MS at random), so it never takes the lock straight back.
  */
 export type Rejoin = "immediate" | "after-handoff";
 
