@@ -115,7 +115,8 @@ Deno.test("a lapsed lease: release answers expired, heartbeat throws LockLostErr
   await assert.rejects(resumed.heartbeat(), LockLostError);
   assert.equal(await lease.release(), "expired");
 
-  const next = await locks.tryAcquire("report");
+  // A longer lease: with 150 ms, a reply slowed past 135 ms by a busy machine is given back (null).
+  const next = await locks.tryAcquire("report", { leaseMs: 5_000 });
   assert.ok(next && next.fence > lease.fence);
   await next.release();
 });
