@@ -124,11 +124,16 @@ function releasingBody(response: Response, lease: Lease, ctx: WaitUntil | undefi
         controller.error(error);
         return abandon();
       }
-      if (chunk.done) {
+      if (chunk.done || (sent += chunk.value.byteLength) >= length) {
         await leave(mode);
+        if (!chunk.done) {
+          // The client has every declared byte. The source may not have ended yet, and releasing
+          // aborted lease.signal, which may be the signal of the fetch that is the source.
+          controller.enqueue(chunk.value);
+          reader.cancel().catch(() => undefined);
+        }
         return controller.close();
       }
-      if ((sent += chunk.value.byteLength) >= length) await leave(mode);
       controller.enqueue(chunk.value);
     },
     cancel(reason) {

@@ -302,6 +302,7 @@ describe("fenced SQL text", () => {
     expect(() => sql`remaining - #qty`).toThrow(LockConfigError);
     expect(() => fencedWriteSql({ table: "events", key: { id: "e" }, fence: F, set: { remaining: sql`remaining - #qty` } }))
       .toThrow(/placeholder/);
+    expect(() => sql`remaining - #é`).toThrow(LockConfigError); // any byte above 0x7F is a name character
     expect(() => sql`flags # ${1}`).not.toThrow(); // Postgres XOR
   });
 

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Hono } from "hono";
 import { stream } from "hono/streaming";
 import { describe, expect, it } from "vitest";
@@ -113,4 +115,26 @@ describe("lockGuard", () => {
       noHandler: "LockConfigError", stringResource: "LockConfigError",
     });
   });
+
+  // A proxy: the upstream's Content-Length is passed on, and its fetch carries lease.signal, which
+  // the release aborts. The body must still end, with every byte, and the lock be let go.
+  for (const withSignal of [true, false]) {
+    it(`passes on a proxied body with Content-Length (fetched ${withSignal ? "with" : "without"} lease.signal) to its end`, async () => {
+      const upstream = createServer((_request, response) => response.end("helloworld"));
+      await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+      const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/`;
+      const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-proxy") });
+      const app = new Hono<{ Variables: LockVariables }>();
+      app.get("/report", lockGuard({ locks, name: () => "report" }), (c) => fetch(url, withSignal ? { signal: c.get("lease").signal } : {}));
+      try {
+        const response = await app.request("/report");
+        expect(response.headers.get("Content-Length")).toBe("10");
+        expect(await Promise.race([response.text(), sleep(3_000).then(() => "the body never ended")])).toBe("helloworld");
+        expect((await locks.inspect("report")).held).toBe(false);
+      } finally {
+        upstream.close();
+      }
+    });
+  }
+
 });
