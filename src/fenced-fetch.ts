@@ -11,7 +11,7 @@ import { STALE_FENCE_PROBLEM } from "./problem.ts";
  * @example
  * await fencedFetch(lease, `${BLOBS}/invoice-42`, { method: "PUT", body });
  */
-export async function fencedFetch(lease: Lease, input: RequestInfo | URL, init: RequestInit = {}): Promise<Response> {
+export async function fencedFetch(lease: Lease, input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   // Headers given in init replace a Request's own, as in fetch(); otherwise the Request's are kept.
   const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
   headers.set(FENCE_HEADER, String(lease.fence));
