@@ -55,32 +55,35 @@ app.get("/events/:id", async (c) => {
   return event ? c.json(event) : c.json({ error: "no such event" }, 404);
 });
 
-app.put("/events/:id", async (c) => {
-  const { name, stock } = await c.req.json<{ name?: unknown; stock?: unknown }>();
+// One lock per event, for restocks as for purchases: a restock is a write like any other, and one
+// that bypassed the lock or the fence would let a paused buyer's older write land after it.
+const eventLock = lockGuard({ locks: (c) => locksFor(c.env as Env), name: (c) => `event:${c.req.param("id")}` });
+
+app.put("/events/:id", eventLock, async (c) => {
+  const body: unknown = await c.req.json().catch(() => undefined);
+  const { name, stock } = (typeof body === "object" && body !== null ? body : {}) as { name?: unknown; stock?: unknown };
   if (typeof name !== "string" || !Number.isSafeInteger(stock) || (stock as number) < 0) {
     return c.json({ error: "expected { name: string, stock: non-negative integer }" }, 400);
   }
-  await c.env.DB.prepare("INSERT OR REPLACE INTO events (id, name, stock, remaining, fence) VALUES (?, ?, ?, ?, 0)")
-    .bind(c.req.param("id"), name, stock, stock).run();
-  return c.json({ id: c.req.param("id"), name, stock, remaining: stock }, 201);
+  const id = c.req.param("id");
+  const { fence } = c.get("lease");
+  // A restock under a paused buyer's older fence is refused (StaleFenceError: 409).
+  await fencedWrite(c.env.DB, { table: "events", key: { id }, fence, set: { name, stock, remaining: stock }, upsert: true });
+  return c.json({ id, name, stock, remaining: stock }, 201);
 });
 
-app.post(
-  "/events/:id/buy",
-  lockGuard({ locks: (c) => locksFor(c.env as Env), name: (c) => `event:${c.req.param("id")}` }),
-  async (c) => {
-    const id = c.req.param("id");
-    const { fence } = c.get("lease");
-    // Claim before reading: a paused older holder's write can no longer land after our read.
-    const claimed = await fencedClaim(c.env.DB, { table: "events", key: { id }, fence });
-    if (!claimed.accepted) return c.json({ error: "no such event" }, 404);
-    const event = await readEvent(c.env, id);
-    if (!event || event.remaining <= 0) return c.json({ soldOut: true }, 409);
-    await demoPause(c);
-    await fencedWrite(c.env.DB, { table: "events", key: { id }, fence, set: { remaining: event.remaining - 1 } });
-    return c.json({ seat: event.remaining, fence, remaining: event.remaining - 1 });
-  },
-);
+app.post("/events/:id/buy", eventLock, async (c) => {
+  const id = c.req.param("id");
+  const { fence } = c.get("lease");
+  // Claim before reading: a paused older holder's write can no longer land after our read.
+  const claimed = await fencedClaim(c.env.DB, { table: "events", key: { id }, fence });
+  if (!claimed.accepted) return c.json({ error: "no such event" }, 404);
+  const event = await readEvent(c.env, id);
+  if (!event || event.remaining <= 0) return c.json({ soldOut: true }, 409);
+  await demoPause(c);
+  await fencedWrite(c.env.DB, { table: "events", key: { id }, fence, set: { remaining: event.remaining - 1 } });
+  return c.json({ seat: event.remaining, fence, remaining: event.remaining - 1 });
+});
 
 app.onError((error, c) => {
   if (error instanceof StaleFenceError) {
