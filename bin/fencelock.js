@@ -51,6 +51,9 @@ function parseDevOptions(args) {
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new UsageError(`--port must be an integer from 0 to 65535, got ${values.port}`);
   }
+  if (values.token !== undefined && !/^\S+$/.test(values.token)) {
+    throw new UsageError("--token must be one or more characters, none of them whitespace");
+  }
   return { help: values.help, port, host: values.host, redisUrl: values["redis-url"], token: values.token };
 }
 

@@ -1,3 +1,4 @@
+import { LocalUpstashError } from "./errors.ts";
 import { createHandler } from "./handler.ts";
 import { ConnectionPool } from "./pool.ts";
 import { connectRedis } from "./redis-client.ts";
@@ -34,6 +35,11 @@ export interface LocalUpstash {
 
 /** Starts an Upstash-REST-compatible HTTP server in front of Redis, for `new Redis({ url, token })`. */
 export async function startLocalUpstash(options: LocalUpstashOptions = {}): Promise<LocalUpstash> {
+  // A client sends "Authorization: Bearer <token>": an empty token, or one with whitespace, could
+  // never match, and every request would be refused with nothing to say why.
+  if (options.token !== undefined && !/^\S+$/.test(options.token)) {
+    throw new LocalUpstashError("BAD_TOKEN", "token: expected one or more characters, none of them whitespace");
+  }
   const backing = await backingRedis(options.redisUrl);
   const token = options.token ?? randomToken();
   const pool = new ConnectionPool(() => connectRedis(backing.url));

@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
+import { startLocalUpstash } from "../../../src/local/index.ts";
 import { localRedis } from "../../support/local-client.ts";
 import { key } from "../../support/rest.ts";
 
@@ -72,5 +73,19 @@ describe("fencelock dev", () => {
     const bad = fencelock("dev", "--port", "nope");
     expect(await bad.exited).toBe(2);
     expect(bad.output().stderr).toMatch(/--port must be an integer[\s\S]*Usage:/);
+  });
+
+  // No client could send it: "Authorization: Bearer <token>" ends at whitespace.
+  it.each([["an empty --token", ""], ["a --token with a space", "a b"]])("refuses %s with a usage error (exit 2)", async (_, token) => {
+    const run = fencelock("dev", "--token", token);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toMatch(/--token must be one or more characters, none of them whitespace/);
+    expect(run.output().stdout).toBe("");
+  });
+});
+
+describe("startLocalUpstash", () => {
+  it.each([[""], ["a b"]])("refuses the token %j, which no client could send", async (token) => {
+    await expect(startLocalUpstash({ token })).rejects.toMatchObject({ name: "LocalUpstashError", code: "BAD_TOKEN" });
   });
 });
