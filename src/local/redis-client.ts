@@ -18,6 +18,9 @@ const FAIL_FAST: RedisOptions = {
   // Retry forever at a short, fixed interval so a redis-server restarted on the same port is
   // used again within ~100 ms (the default backoff grows to 2 s).
   retryStrategy: () => RECONNECT_DELAY_MS,
+  // disconnect() on a connection whose Redis has gone arms a timer of this length (default 2 s)
+  // that would keep the process alive after close().
+  disconnectTimeout: 10,
 };
 
 /** Opens an ioredis connection and waits until it is ready; RedisUnavailableError when it cannot. */
