@@ -55,7 +55,11 @@ export class EventStream {
       return;
     }
     this.#response.write(event);
-    if (this.#response.writableLength > MAX_BUFFERED_BYTES) this.end();
+    if (this.#response.writableLength > MAX_BUFFERED_BYTES) {
+      // Its connection goes too: ending politely would keep the backlog queued behind it.
+      this.end();
+      this.#response.destroy();
+    }
   }
 
   end(): void {
