@@ -76,10 +76,10 @@ describe("validity on the client", () => {
     expect(await outer.release()).toBe("released");
   });
 
-  it("fails a heartbeat during which the lease lapsed here, as its aborted signal already says", async () => {
+  // The server extends the lease, but the reply takes longer than the 60 ms left here.
+  async function slowHeartbeatLocks(label: string) {
     const real = upstash();
     const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
-    // The server extends the lease, but the reply takes longer than the 60 ms left here.
     const slowHeartbeats: RedisClient = {
       evalsha: async (sha, keys, args) => {
         const reply = await real.evalsha(sha, keys, args);
@@ -88,9 +88,13 @@ describe("validity on the client", () => {
       },
       eval: (text, keys, args) => real.eval(text, keys, args),
     };
-    const locks = createLocks({ redis: slowHeartbeats, prefix: uniquePrefix("hb-late"), leaseMs: 300 });
+    const locks = createLocks({ redis: slowHeartbeats, prefix: uniquePrefix(label), leaseMs: 300 });
     await (await locks.acquire("warm")).heartbeat(); // heartbeat script loaded
-    const lease = await locks.acquire("job");
+    return locks;
+  }
+
+  it("fails a heartbeat during which the lease lapsed here, as its aborted signal already says", async () => {
+    const lease = await (await slowHeartbeatLocks("hb-late")).acquire("job");
     const { signal } = lease;
     await sleep(lease.remainingMs() - 60);
     const outcome = await lease.heartbeat().catch((error: unknown) => error);
@@ -101,20 +105,7 @@ describe("validity on the client", () => {
   });
 
   it("fails a heartbeat during which the lease lapsed here, even when its signal was never read", async () => {
-    const real = upstash();
-    const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
-    // The server extends the lease, but the reply takes longer than the 60 ms left here.
-    const slowHeartbeats: RedisClient = {
-      evalsha: async (sha, keys, args) => {
-        const reply = await real.evalsha(sha, keys, args);
-        if (sha === heartbeatSha1) await sleep(150);
-        return reply as never;
-      },
-      eval: (text, keys, args) => real.eval(text, keys, args),
-    };
-    const locks = createLocks({ redis: slowHeartbeats, prefix: uniquePrefix("hb-late-nosignal"), leaseMs: 300 });
-    await (await locks.acquire("warm")).heartbeat(); // heartbeat script loaded
-    const lease = await locks.acquire("job"); // lease.signal is never read
+    const lease = await (await slowHeartbeatLocks("hb-late-nosignal")).acquire("job");
     await sleep(lease.remainingMs() - 60);
     const heartbeat = lease.heartbeat().catch((error: unknown) => error);
     await sleep(100);

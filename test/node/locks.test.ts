@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createLocks, LockLostError, type Lease } from "../../src/index.ts";
+import { createLocks, LockLostError, type Lease, type Locks } from "../../src/index.ts";
 import { sleep } from "../../src/wait.ts";
 import { delayingResponses, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
@@ -175,30 +175,18 @@ describe("hostile and unusual names", () => {
 });
 
 describe("an aborted call", () => {
-  it("rejects with the signal's reason when it aborts during the last attempt, not with LockTimeoutError", async () => {
+  // The only attempt's reply arrives 600 ms later: past waitMs, and after the abort.
+  it.each([
+    ["acquire, when it aborts during the last attempt (not LockTimeoutError)", (locks: Locks, signal: AbortSignal) => locks.acquire("job", { waitMs: 200, signal })],
+    ["tryAcquire, when it aborts while the attempt finds the lock busy (not null)", (locks: Locks, signal: AbortSignal) => locks.tryAcquire("job", { signal })],
+  ])("rejects %s with the signal's reason", async (_, call) => {
     const prefix = uniquePrefix("abort-last");
     const holder = await lockSet(prefix).acquire("job");
     const locks = lockSet(prefix);
     await (await locks.tryAcquire("warm"))?.release(); // scripts loaded
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("client went away")), 100);
-    // The only attempt's reply arrives 600 ms later, past waitMs and after the abort.
-    const outcome = await withFetch(delayingResponses(600, 1), () =>
-      locks.acquire("job", { waitMs: 200, signal: controller.signal }).catch((error: unknown) => error));
-    expect(controller.signal.aborted).toBe(true);
-    expect(outcome).toBe(controller.signal.reason);
-    await holder.release();
-  });
-
-  it("rejects tryAcquire with the signal's reason when it aborts while the attempt finds the lock busy", async () => {
-    const prefix = uniquePrefix("abort-try");
-    const holder = await lockSet(prefix).acquire("job");
-    const locks = lockSet(prefix);
-    await (await locks.tryAcquire("warm"))?.release(); // scripts loaded
-    const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error("client went away")), 100);
-    const outcome = await withFetch(delayingResponses(600, 1), () =>
-      locks.tryAcquire("job", { signal: controller.signal }).catch((error: unknown) => error));
+    const outcome = await withFetch(delayingResponses(600, 1), () => call(locks, controller.signal).catch((error: unknown) => error));
     expect(controller.signal.aborted).toBe(true);
     expect(outcome).toBe(controller.signal.reason);
     await holder.release();
