@@ -177,8 +177,14 @@ describe("hostile and unusual names", () => {
 describe("an aborted call", () => {
   // The only attempt's reply arrives 600 ms later: past waitMs, and after the abort.
   it.each([
-    ["acquire, when it aborts during the last attempt (not LockTimeoutError)", (locks: Locks, signal: AbortSignal) => locks.acquire("job", { waitMs: 200, signal })],
-    ["tryAcquire, when it aborts while the attempt finds the lock busy (not null)", (locks: Locks, signal: AbortSignal) => locks.tryAcquire("job", { signal })],
+    [
+      "acquire, when it aborts during the last attempt (not LockTimeoutError)",
+      (locks: Locks, signal: AbortSignal) => locks.acquire("job", { waitMs: 200, signal }),
+    ],
+    [
+      "tryAcquire, when it aborts while the attempt finds the lock busy (not null)",
+      (locks: Locks, signal: AbortSignal) => locks.tryAcquire("job", { signal }),
+    ],
   ])("rejects %s with the signal's reason", async (_, call) => {
     const prefix = uniquePrefix("abort-last");
     const holder = await lockSet(prefix).acquire("job");
