@@ -95,19 +95,15 @@ export class Lease implements AsyncDisposable {
 
   /**
    * Gives the hold back. Resolves "released", or "expired" when the lease had already
-   * lapsed; never throws for a lease that is not held. Calling it again is harmless.
+   * lapsed; never throws for a lease that is not held. Calling it again is harmless. The lease
+   * is over from the call on: Redis may pass the lock on before the reply comes, or without it.
    */
   release(): Promise<ReleaseOutcome> {
-    this.#release ??= this.#backend.release(this, this.#releaseId).then(
-      (outcome) => {
-        this.#end("it was released");
-        return outcome;
-      },
-      (error: unknown) => {
-        this.#release = undefined;
-        throw error;
-      },
-    );
+    this.#end("it was released");
+    this.#release ??= this.#backend.release(this, this.#releaseId).catch((error: unknown) => {
+      this.#release = undefined;
+      throw error;
+    });
     return this.#release;
   }
 

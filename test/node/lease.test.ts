@@ -5,6 +5,7 @@ import { scriptSha1 } from "../../src/redis.ts";
 import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
 import { delayingResponses, withFetch } from "../support/fetch-wrappers.ts";
+import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
 const delayed = async (response: Response, ms: number) => (await sleep(ms), response);
@@ -159,5 +160,61 @@ describe("validity on the client", () => {
     expect(JSON.stringify(lease)).not.toContain(lease.owner);
     expect(Object.keys(lease)).not.toContain("owner");
     await lease.release();
+  });
+});
+
+/** The real client, whose replies are held back `hold.ms` once Redis has run the script (a slow network back). */
+function slowReplies(hold: { ms: number }): RedisClient {
+  const real = upstash();
+  const late = async <T>(reply: Promise<T>) => {
+    const value = await reply;
+    await sleep(hold.ms);
+    return value;
+  };
+  return {
+    evalsha: (sha, keys, args) => late(real.evalsha(sha, keys, args)),
+    eval: (script, keys, args) => late(real.eval(script, keys, args)),
+  };
+}
+
+describe("a lease whose release was called", () => {
+  it("is no longer valid once the lock has passed to another owner", async () => {
+    const prefix = uniquePrefix("release-in-flight");
+    const hold = { ms: 0 };
+    const holder = createLocks({ redis: slowReplies(hold), prefix, leaseMs: 5_000 });
+    const other = createLocks({ redis: upstash(), prefix, leaseMs: 5_000 });
+
+    const lease = await holder.acquire("x");
+    const signal = lease.signal;
+    hold.ms = 500; // the release's reply is slow; Redis runs it at once
+    const releasing = lease.release();
+    // Redis has released it: another owner takes the lock.
+    await until(async () => !(await other.inspect("x")).held, 400);
+    const next = await other.tryAcquire("x");
+    expect(next).not.toBeNull();
+    expect(next!.remainingMs()).toBeGreaterThan(0);
+
+    // Not valid here any more (its signal aborted), though the release's reply has not come.
+    expect({ remainingMs: lease.remainingMs(), aborted: signal.aborted }).toEqual({ remainingMs: 0, aborted: true });
+
+    expect(await releasing).toBe("released");
+    await next!.release();
+  });
+
+  it("is no longer valid after a release that timed out although Redis ran it", async () => {
+    const prefix = uniquePrefix("release-timed-out");
+    const hold = { ms: 0 };
+    const holder = createLocks({ redis: slowReplies(hold), prefix, leaseMs: 5_000, timeoutMs: 100 });
+    const other = createLocks({ redis: upstash(), prefix, leaseMs: 5_000 });
+
+    const lease = await holder.acquire("x");
+    hold.ms = 300; // past timeoutMs: the release is applied, its reply comes too late
+    await expect(lease.release()).rejects.toMatchObject({ code: "LOCK_UNAVAILABLE" });
+    const next = await other.tryAcquire("x");
+    expect(next).not.toBeNull();
+
+    // The holder cannot know whether its release landed: its lease is over either way.
+    expect({ remainingMs: lease.remainingMs(), aborted: lease.signal.aborted }).toEqual({ remainingMs: 0, aborted: true });
+    await next!.release();
   });
 });
