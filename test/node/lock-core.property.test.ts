@@ -6,6 +6,7 @@ import {
 import { sleep } from "../../src/wait.ts";
 import { scriptSha1, type RedisClient } from "../../src/redis.ts";
 import * as scripts from "../../src/scripts.gen.ts";
+import { chaoticFetch, type ChaoticNet } from "../support/chaotic-fetch.ts";
 import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
@@ -29,11 +30,7 @@ type Op =
   | { op: "write"; lease: number }
   | { op: "sleep"; ms: number };
 
-interface Net {
-  seed: number;
-  /** Per mille of responses dropped after the request was applied. */
-  dropPerMille: number;
-  maxDelayMs: number;
+interface Net extends ChaoticNet {
   /** The lock set's timeoutMs: short ones give up on slow replies (and give the hold back by ticket). */
   timeoutMs: number;
 }
@@ -59,43 +56,8 @@ const scenario = fc.record({
     timeoutMs: fc.constantFrom(2_000, 2_000, 150, 250) }),
 });
 
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Where the network logs sends and lost responses, for TRACE=1. */
 let netLog: ((line: string) => void) | undefined;
-
-/** Delays requests and responses, and loses some responses after the server applied them (never one body twice). */
-function chaoticFetch(real: typeof fetch, net: Net, stats: { requests: number; dropped: number }): typeof fetch {
-  const random = prng(net.seed);
-  const droppedBodies = new Set<string>();
-  return async (input, init) => {
-    const stream = new Headers(init?.headers).get("accept") === "text/event-stream";
-    stats.requests++;
-    await sleep(Math.floor(random() * net.maxDelayMs));
-    const body = String(init?.body);
-    netLog?.(`net send ${body.slice(0, 90)}`);
-    const response = await real(input, init);
-    if (stream) return response;
-    if (random() * 1000 < net.dropPerMille && !droppedBodies.has(body)) {
-      droppedBodies.add(body);
-      stats.dropped++;
-      netLog?.(`net DROP ${body.slice(0, 90)}`);
-      await response.text();
-      throw new TypeError("fetch failed: connection reset after the request was sent");
-    }
-    await sleep(Math.floor(random() * net.maxDelayMs));
-    return response;
-  };
-}
 
 interface Held {
   client: number;
@@ -377,7 +339,7 @@ describe("lock core under random programs, delays, lost responses and lapsing le
     try {
       await fc.assert(
         fc.asyncProperty(scenario, async ({ programs, net }) => {
-          globalThis.fetch = chaoticFetch(real, net, totals);
+          globalThis.fetch = chaoticFetch(real, net, totals, (line) => netLog?.(line));
           try {
             const { violations, operations } = await runScenario(programs, net);
             totals.runs++;
