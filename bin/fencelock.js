@@ -51,8 +51,8 @@ function parseDevOptions(args) {
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new UsageError(`--port must be an integer from 0 to 65535, got ${values.port}`);
   }
-  if (values.token !== undefined && !/^\S+$/.test(values.token)) {
-    throw new UsageError("--token must be one or more characters, none of them whitespace");
+  if (values.token !== undefined && !/^[\x21-\x7e]+$/.test(values.token)) {
+    throw new UsageError("--token must be one or more visible ASCII characters (no spaces)");
   }
   return { help: values.help, port, host: values.host, redisUrl: values["redis-url"], token: values.token };
 }

@@ -137,8 +137,11 @@ function releasingBody(response: Response, lease: Lease, ctx: WaitUntil | undefi
       controller.enqueue(chunk.value);
     },
     cancel(reason) {
+      // The source first: releasing aborts lease.signal, which may be the signal of the fetch
+      // that is the source, and its cancel would then fail with that abort.
+      const cancelled = reader.cancel(reason).catch(() => undefined);
       abandon();
-      return reader.cancel(reason);
+      return cancelled;
     },
   });
 }

@@ -35,10 +35,10 @@ export interface LocalUpstash {
 
 /** Starts an Upstash-REST-compatible HTTP server in front of Redis, for `new Redis({ url, token })`. */
 export async function startLocalUpstash(options: LocalUpstashOptions = {}): Promise<LocalUpstash> {
-  // A client sends "Authorization: Bearer <token>": an empty token, or one with whitespace, could
-  // never match, and every request would be refused with nothing to say why.
-  if (options.token !== undefined && !/^\S+$/.test(options.token)) {
-    throw new LocalUpstashError("BAD_TOKEN", "token: expected one or more characters, none of them whitespace");
+  // A client sends "Authorization: Bearer <token>": a token that is empty, or has whitespace or
+  // characters a header cannot carry, could never be sent, and every request would be refused.
+  if (options.token !== undefined && !/^[\x21-\x7e]+$/.test(options.token)) {
+    throw new LocalUpstashError("BAD_TOKEN", "token: expected one or more visible ASCII characters (no spaces)");
   }
   const backing = await backingRedis(options.redisUrl);
   const token = options.token ?? randomToken();

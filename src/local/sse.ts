@@ -45,7 +45,8 @@ export class EventStream {
     const held = this.#held ?? [];
     this.#held = undefined;
     for (const event of [...first, ...held]) this.send(event);
-    this.#keepAlive = setInterval(() => this.send(": ping\n\n"), keepAliveMs).unref();
+    // Not for a stream those events already dropped (a reader 32 MB behind): nothing would clear it.
+    if (!this.#ended) this.#keepAlive = setInterval(() => this.send(": ping\n\n"), keepAliveMs).unref();
   }
 
   send(event: string): void {

@@ -137,4 +137,28 @@ describe("lockGuard", () => {
     });
   }
 
+
+  it("lets a client stop reading a proxied body cleanly when the upstream fetch carries lease.signal", async () => {
+    const upstream = createServer((_request, response) => {
+      response.write("first\n");
+      const timer = setInterval(() => response.write("more\n"), 50);
+      response.on("close", () => clearInterval(timer));
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/`;
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-proxy-cancel") });
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.get("/feed", lockGuard({ locks, name: () => "feed" }), (c) => fetch(url, { signal: c.get("lease").signal }));
+    try {
+      const response = await app.request("/feed");
+      const reader = response.body!.getReader();
+      await reader.read();
+      const cancelled = await reader.cancel(new Error("client left")).then(() => "resolved", (error: unknown) => `rejected: ${String(error)}`);
+      await sleep(200);
+      expect({ cancelled, held: (await locks.inspect("feed")).held }).toEqual({ cancelled: "resolved", held: false });
+    } finally {
+      upstream.closeAllConnections();
+      upstream.close();
+    }
+  });
 });

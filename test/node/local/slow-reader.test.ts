@@ -1,10 +1,10 @@
-import { createServer } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import { connect, type AddressInfo } from "node:net";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { createHandler } from "../../../src/local/handler.ts";
 import { ConnectionPool } from "../../../src/local/pool.ts";
 import { connectRedis, SUBSCRIBER_NAME } from "../../../src/local/redis-client.ts";
-import { OpenStreams } from "../../../src/local/sse.ts";
+import { EventStream, OpenStreams } from "../../../src/local/sse.ts";
 import { key, rest } from "../../support/rest.ts";
 
 const cleanup: Array<() => unknown> = [];
@@ -43,4 +43,26 @@ describe("an event stream whose reader stops reading", () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(await connections()).toBe(0); // and the HTTP connection, with the 32 MB queued on it
   }, 30_000);
+});
+
+describe("an event stream dropped while open() writes what was held back", () => {
+  it("starts no keep-alive timer, which nothing would clear", async () => {
+    let response: ServerResponse | undefined;
+    const server = createServer((_request, res) => void (response = res));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const socket = connect((server.address() as AddressInfo).port, "127.0.0.1");
+    socket.on("error", () => {});
+    cleanup.push(() => socket.destroy(), () => new Promise((r) => { server.close(r); server.closeAllConnections(); }));
+    socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    socket.pause(); // a reader that reads nothing
+    await vi.waitUntil(() => response, { timeout: 2_000 });
+    const setIntervalSpy = vi.spyOn(globalThis, "setInterval");
+    cleanup.push(() => setIntervalSpy.mockRestore());
+    let ends = 0;
+    const stream = new EventStream(response as ServerResponse, () => ends++);
+    const megabyte = `data: ${"x".repeat(1024 * 1024)}\n\n`;
+    for (let i = 0; i < 40; i++) stream.send(megabyte); // published before the confirmation was written
+    stream.open({}, ["data: subscribe,ch,1\n\n"], 20);
+    expect({ ended: stream.ended, ends, keepAlives: setIntervalSpy.mock.calls.length }).toEqual({ ended: true, ends: 1, keepAlives: 0 });
+  }, 20_000);
 });
