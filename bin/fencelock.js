@@ -51,9 +51,6 @@ function parseDevOptions(args) {
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
     throw new UsageError(`--port must be an integer from 0 to 65535, got ${values.port}`);
   }
-  if (values.token !== undefined && !/^[\x21-\x7e]+$/.test(values.token)) {
-    throw new UsageError("--token must be one or more visible ASCII characters (no spaces)");
-  }
   return { help: values.help, port, host: values.host, redisUrl: values["redis-url"], token: values.token };
 }
 
@@ -90,7 +87,9 @@ async function main([command, ...rest]) {
 main(process.argv.slice(2)).then(
   () => process.exit(0),
   (error) => {
-    const usage = error instanceof UsageError || error?.code?.startsWith?.("ERR_PARSE_ARGS");
+    // A token startLocalUpstash refuses is a bad --token: a usage error too.
+    const usage = error instanceof UsageError || error?.code === "BAD_TOKEN" ||
+      error?.code?.startsWith?.("ERR_PARSE_ARGS");
     console.error(`fencelock: ${error?.message ?? error}${usage ? `\n\n${USAGE}` : ""}`);
     process.exit(usage ? 2 : 1);
   },

@@ -126,7 +126,9 @@ function update(row: Row, set: [string, SqlValue | SqlExpression][], where: SqlE
 // INSERT ... ON CONFLICT DO UPDATE ... WHERE: one statement in SQLite >= 3.24 and Postgres >= 9.5.
 function upsert(row: Row, set: [string, SqlValue][], p: Placeholders): SqlStatement {
   // There `excluded` names the proposed row: the guard would compare its fence with itself.
-  if (row.table.toLowerCase() === '"excluded"') throw new LockConfigError("upsert table", ["a table named excluded cannot be upserted safely"]);
+  if (row.table.toLowerCase() === '"excluded"') {
+    throw new LockConfigError("upsert table", ["a table named excluded cannot be upserted safely"]);
+  }
   const { params, bind } = binder(p);
   const columns = [...row.key, ...set, [FENCE, row.fence] as [string, SqlValue]];
   const values = columns.map(([, v]) => bind(v)).join(", ");
