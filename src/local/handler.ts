@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Redis } from "ioredis";
 import { parseCommand, parseCommandList, type Command } from "./command.ts";
 import { HttpError, RedisUnavailableError } from "./errors.ts";
 import { runCommand, runPipeline, runTransaction, type Settled } from "./execute.ts";
@@ -8,6 +9,7 @@ import { toJsonReply } from "./reply.ts";
 import { streamSubscription, subscriptionOf, type StreamBackend } from "./subscription.ts";
 
 export interface Backend extends StreamBackend {
+  redis: Redis;
   pool: ConnectionPool;
   token: string;
 }
@@ -21,8 +23,8 @@ const ALLOWED_METHODS = new Set(["GET", "HEAD", "POST", "PUT"]);
 const MONITOR_PATH = /^\/monitor(\/|$)/i;
 
 /**
- * The Upstash REST protocol on top of one shared connection plus a pool for transactions, and
- * a connection per subscription stream.
+ * The Upstash REST protocol on top of one shared connection, plus pooled connections for
+ * transactions and subscription streams.
  */
 export function createHandler(backend: Backend): (request: IncomingMessage, response: ServerResponse) => void {
   // Opaque and increasing like Upstash's; one Redis without replicas always reads its own writes.

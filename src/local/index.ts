@@ -1,7 +1,7 @@
 import { LocalUpstashError } from "./errors.ts";
 import { createHandler } from "./handler.ts";
 import { ConnectionPool } from "./pool.ts";
-import { connectRedis } from "./redis-client.ts";
+import { connectRedis, openSubscriber } from "./redis-client.ts";
 import { startRedisServer } from "./redis-server.ts";
 import { listen } from "./server.ts";
 import { OpenStreams } from "./sse.ts";
@@ -33,6 +33,9 @@ export interface LocalUpstash {
   close(): Promise<void>;
 }
 
+/** Idle subscription connections kept for the next streams: a push waiter opens one per wait. */
+const MAX_IDLE_SUBSCRIBERS = 16;
+
 /** Starts an Upstash-REST-compatible HTTP server in front of Redis, for `new Redis({ url, token })`. */
 export async function startLocalUpstash(options: LocalUpstashOptions = {}): Promise<LocalUpstash> {
   // A client sends "Authorization: Bearer <token>": a token that is empty, or has whitespace or
@@ -46,7 +49,8 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
   try {
     const redis = await connectRedis(backing.url);
     const streams = new OpenStreams();
-    const handler = createHandler({ redis, pool, token, streams });
+    const subscribers = new ConnectionPool(() => openSubscriber(redis), MAX_IDLE_SUBSCRIBERS);
+    const handler = createHandler({ redis, pool, subscribers, token, streams });
     const http = await listen(handler, options.host ?? "127.0.0.1", options.port ?? 0)
       .catch((error: unknown) => {
         redis.disconnect();
@@ -58,6 +62,7 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
         streams.closeAll(); // ends each event stream cleanly before the sockets are cut
         await http.close();
         pool.close();
+        subscribers.close();
         redis.disconnect();
         await backing.stop?.();
       })());

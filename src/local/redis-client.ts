@@ -29,7 +29,7 @@ export function connectRedis(url: string): Promise<Redis> {
 }
 
 /**
- * A connection of its own for one subscription stream, with the options of `redis`. It never
+ * A connection for subscription streams, one at a time, with the options of `redis`. It never
  * reconnects: ioredis would resubscribe by itself, but whatever was published while it was
  * down would be lost without the client knowing, so the stream ends instead and the client
  * (which treats the end as done) can subscribe again.

@@ -2,7 +2,8 @@ import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { Redis } from "ioredis";
 import { HttpError, RedisUnavailableError } from "./errors.ts";
 import { decodeSegment } from "./http-io.ts";
-import { isReplyError, openSubscriber, unavailable } from "./redis-client.ts";
+import type { ConnectionPool } from "./pool.ts";
+import { isReplyError, unavailable } from "./redis-client.ts";
 import { dataEvent, EventStream, KEEP_ALIVE_MS, type OpenStreams } from "./sse.ts";
 
 /** What one request subscribes to: channels (SUBSCRIBE) or patterns (PSUBSCRIBE). */
@@ -12,7 +13,8 @@ export interface Subscription {
 }
 
 export interface StreamBackend {
-  redis: Redis;
+  /** Connections for subscription streams, one per stream while it lasts. */
+  subscribers: ConnectionPool;
   streams: OpenStreams;
   /** Interval of the `: ping` comments; tests shorten it. */
   keepAliveMs?: number;
@@ -34,11 +36,11 @@ export function subscriptionOf(path: string): Subscription | undefined {
 }
 
 /**
- * Serves one subscription as server-sent events on a Redis connection of its own, until the
- * client goes away, Redis does, or the server closes. Each name's `subscribe` event is written
- * only after Redis confirmed that name, and Redis delivers every PUBLISH that follows its
- * confirmation, so a client that waits for the event misses nothing published after it.
- * Throws, with nothing written yet, when the subscription cannot be set up.
+ * Serves one subscription as server-sent events on a Redis connection of its own (taken from
+ * the pool), until the client goes away, Redis does, or the server closes. Each name's
+ * `subscribe` event is written only after Redis confirmed that name, and Redis delivers every
+ * PUBLISH that follows its confirmation, so a client that waits for the event misses nothing
+ * published after it. Throws, with nothing written yet, when the subscription cannot be set up.
  */
 export async function streamSubscription(
   response: ServerResponse,
@@ -46,19 +48,24 @@ export async function streamSubscription(
   subscription: Subscription,
   headers: OutgoingHttpHeaders,
 ): Promise<void> {
-  const subscriber = await openSubscriber(backend.redis);
+  const subscriber = await backend.subscribers.take();
+  const confirming = confirm(subscriber, subscription);
   const end = () => stream.end();
   const stream = new EventStream(response, () => {
-    subscriber.disconnect(); // closing the connection drops its subscriptions in Redis
     backend.streams.delete(end);
+    subscriber.off("end", end);
+    subscriber.off(MESSAGE_EVENT[subscription.kind], forward);
+    // Once every SUBSCRIBE is answered: one still to go out after the UNSUBSCRIBE would stay.
+    void confirming.catch(() => undefined).then(() => giveBack(backend.subscribers, subscriber, subscription));
   });
+  const forward = forwarder(subscription.kind, stream);
+  subscriber.on(MESSAGE_EVENT[subscription.kind], forward);
   response.once("close", end);
   subscriber.once("end", end);
   backend.streams.add(end);
-  if (response.destroyed) end(); // the client left while the connection was being opened
-  forwardMessages(subscriber, subscription.kind, stream);
+  if (response.destroyed) end(); // the client left while the connection was being taken
   try {
-    const confirmations = await confirm(subscriber, subscription);
+    const confirmations = await confirming;
     if (stream.ended) throw new RedisUnavailableError("the subscription ended before Redis confirmed it");
     stream.open(headers, confirmations, backend.keepAliveMs ?? KEEP_ALIVE_MS);
   } catch (error) {
@@ -66,6 +73,20 @@ export async function streamSubscription(
     if (response.destroyed) return; // nobody left to tell
     throw isReplyError(error) ? new HttpError(400, error.message) : unavailable(error);
   }
+}
+
+/**
+ * Unsubscribes a stream's connection, so that the next stream on it starts from nothing, and
+ * gives it back; one that cannot be unsubscribed is closed instead.
+ */
+async function giveBack(pool: ConnectionPool, subscriber: Redis, { kind, names }: Subscription): Promise<void> {
+  const unique = [...new Set(names)];
+  try {
+    await (kind === "subscribe" ? subscriber.unsubscribe(...unique) : subscriber.punsubscribe(...unique));
+  } catch {
+    subscriber.disconnect();
+  }
+  pool.giveBack(subscriber);
 }
 
 /** Subscribes one name at a time, so that each event carries the count Redis gave for that name. */
@@ -78,18 +99,14 @@ async function confirm(subscriber: Redis, { kind, names }: Subscription): Promis
   return events;
 }
 
+const MESSAGE_EVENT = { subscribe: "messageBuffer", psubscribe: "pmessageBuffer" } as const;
+
 /**
  * Payloads go out as UTF-8 text, never base64 even when `Upstash-Encoding: base64` was sent:
  * @upstash/redis sends that header on every request but does not decode stream events.
  */
-function forwardMessages(subscriber: Redis, kind: Subscription["kind"], stream: EventStream): void {
-  if (kind === "subscribe") {
-    subscriber.on("messageBuffer", (channel: Buffer, message: Buffer) => {
-      stream.send(dataEvent(["message", channel.toString(), message.toString()]));
-    });
-  } else {
-    subscriber.on("pmessageBuffer", (pattern: string, channel: Buffer, message: Buffer) => {
-      stream.send(dataEvent(["pmessage", pattern, channel.toString(), message.toString()]));
-    });
-  }
+function forwarder(kind: Subscription["kind"], stream: EventStream): (...args: Array<string | Buffer>) => void {
+  return kind === "subscribe"
+    ? (channel, message) => stream.send(dataEvent(["message", String(channel), String(message)]))
+    : (pattern, channel, message) => stream.send(dataEvent(["pmessage", String(pattern), String(channel), String(message)]));
 }

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
 import { createHandler } from "../../../src/local/handler.ts";
 import { ConnectionPool } from "../../../src/local/pool.ts";
-import { connectRedis, SUBSCRIBER_NAME } from "../../../src/local/redis-client.ts";
+import { connectRedis, openSubscriber, SUBSCRIBER_NAME } from "../../../src/local/redis-client.ts";
 import { listen } from "../../../src/local/server.ts";
 import { OpenStreams } from "../../../src/local/sse.ts";
 import { localRedis } from "../../support/local-client.ts";
@@ -26,6 +26,14 @@ async function clients(local: LocalUpstash): Promise<{ all: number; subscribers:
   const { json } = await rest("/", { body: ["CLIENT", "LIST"], url: local.url, token: local.token });
   const lines = (json as { result: string }).result.trim().split("\n");
   return { all: lines.length, subscribers: lines.filter((line) => line.includes(`name=${SUBSCRIBER_NAME} `)).length };
+}
+
+/** What Redis has subscribed, on any connection. */
+async function pubsub(local: LocalUpstash): Promise<{ channels: unknown; patterns: unknown }> {
+  const auth = { url: local.url, token: local.token };
+  const channels = (await rest("/", { body: ["PUBSUB", "CHANNELS"], ...auth })).json as { result: unknown };
+  const patterns = (await rest("/", { body: ["PUBSUB", "NUMPAT"], ...auth })).json as { result: unknown };
+  return { channels: channels.result, patterns: patterns.result };
 }
 
 describe("the event stream on the wire", () => {
@@ -80,9 +88,10 @@ describe("the event stream on the wire", () => {
     const redis = await connectRedis(redisUrl);
     const streams = new OpenStreams();
     const pool = new ConnectionPool(() => connectRedis(redisUrl));
-    const backend = { redis, pool, token: "t", streams, keepAliveMs: 20 };
+    const subscribers = new ConnectionPool(() => openSubscriber(redis));
+    const backend = { redis, pool, subscribers, token: "t", streams, keepAliveMs: 20 };
     const http = await listen(createHandler(backend), "127.0.0.1", 0);
-    cleanup.push(() => redis.disconnect(), () => http.close(), () => streams.closeAll());
+    cleanup.push(() => redis.disconnect(), () => subscribers.close(), () => http.close(), () => streams.closeAll());
     const channel = key("quiet");
     const stream = await openRaw(`/subscribe/${channel}`, { url: http.url, token: "t" });
     expect(await stream.events(3)).toEqual([`data: subscribe,${channel},1\n\n`, ": ping\n\n", ": ping\n\n"]);
@@ -90,7 +99,7 @@ describe("the event stream on the wire", () => {
 });
 
 describe("the lifetime of a stream", () => {
-  it("leaves no Redis connection behind after many subscribe/abort cycles, confirmed or not", async () => {
+  it("leaves no subscription behind, and reuses its Redis connections, after many subscribe/abort cycles, confirmed or not", async () => {
     const local = await privateServer();
     const before = await clients(local);
     const redis = localRedis({}, local);
@@ -99,10 +108,41 @@ describe("the lifetime of a stream", () => {
       await new Promise((resolve) => subscriber.on("subscribe", resolve));
       await subscriber.unsubscribe();
     }
-    // Aborted while the server is still opening the Redis connection or subscribing.
+    // Aborted while the server is still taking a connection or subscribing.
     for (let cycle = 0; cycle < 20; cycle++) await abortAfter(cycle % 5, `/subscribe/${key("early")}`, local);
-    await expect.poll(() => clients(local), { timeout: 2_000 }).toEqual(before);
+    await expect.poll(() => pubsub(local), { timeout: 2_000 }).toEqual({ channels: [], patterns: 0 });
+    const after = await clients(local);
     expect(before.subscribers).toBe(0);
+    // Idle connections wait for the next stream (16 at most); a leak would leave about 30 here.
+    expect(after.subscribers).toBeGreaterThan(0);
+    expect(after.subscribers).toBeLessThanOrEqual(16);
+    expect(after.all - after.subscribers).toBe(before.all);
+  });
+
+  it("gives a reused connection's next stream only its own messages, counted from 1", async () => {
+    const local = await privateServer();
+    const [a, b, c] = [key("first"), key("second"), key("third")];
+    const first = await openRaw(`/subscribe/${a}/${b}`, local);
+    expect(await first.events(2)).toEqual([`data: subscribe,${a},1\n\n`, `data: subscribe,${b},2\n\n`]);
+    first.abort();
+    await expect.poll(() => pubsub(local)).toEqual({ channels: [], patterns: 0 });
+    const next = await openRaw(`/subscribe/${c}`, local);
+    cleanup.push(() => next.abort());
+    expect(await next.events()).toEqual([`data: subscribe,${c},1\n\n`]);
+    expect((await clients(local)).subscribers).toBe(1); // the same connection
+    for (const channel of [a, b, c]) await rest("/", { body: ["PUBLISH", channel, channel], url: local.url, token: local.token });
+    expect(await next.events()).toEqual([`data: message,${c},${c}\n\n`]);
+  });
+
+  it("counts each stream as a subscriber in PUBLISH and PUBSUB NUMSUB, as Upstash counts each client", async () => {
+    const local = await privateServer();
+    const channel = key("counted");
+    const streams = await Promise.all([openRaw(`/subscribe/${channel}`, local), openRaw(`/subscribe/${channel}`, local)]);
+    cleanup.push(() => streams.forEach((stream) => stream.abort()));
+    await Promise.all(streams.map((stream) => stream.events()));
+    const auth = { url: local.url, token: local.token };
+    expect((await rest("/", { body: ["PUBSUB", "NUMSUB", channel], ...auth })).json).toEqual({ result: [channel, 2] });
+    expect((await rest("/", { body: ["PUBLISH", channel, "hi"], ...auth })).json).toEqual({ result: 2 });
   });
 
   it("close() ends every open stream promptly and cleanly", async () => {
