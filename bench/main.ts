@@ -26,7 +26,7 @@ import { runUncontended } from "./scenarios/uncontended.ts";
 const quick = process.env.BENCH_QUICK === "1";
 const plans: BenchResults["plans"] = {
   uncontended: { warmMs: quick ? 200 : 500, durationMs: quick ? 600 : 4_000, rounds: quick ? 3 : 16, concurrency: 16, perCallSamples: quick ? 10 : 50 },
-  handoff: { clients: 8, durationMs: quick ? 1_500 : 6_000, holdMs: 5 },
+  handoff: { clients: 8, durationMs: quick ? 1_500 : 6_000, rounds: quick ? 1 : 3, holdMs: 5 },
   scaling: { cellMs: quick ? 500 : 2_000, names: [1, 100, 10_000], namesClients: 16, contenders: [1, 8, 64], holdMs: 5 },
 };
 const HANDOFF_WARM_MS = 500;
@@ -46,7 +46,7 @@ async function measure(endpoint: Endpoint, stats: RedisStats, started: number): 
   // Untimed: the first contended run in a process was 1.5-2x slower than the same library's
   // later runs (JIT, the server's subscribe path), and push always came first in 2a.
   progress(`handoff: an untimed warm-up of ${HANDOFF_WARM_MS} ms per library`);
-  await runHandoff(contenders, { ...plans.handoff, durationMs: HANDOFF_WARM_MS }, "immediate", stats);
+  await runHandoff(contenders, { ...plans.handoff, durationMs: HANDOFF_WARM_MS, rounds: 1 }, "immediate", stats);
   const handoff = {
     immediate: await runHandoff(contenders, plans.handoff, "immediate", stats),
     toWaiter: await runHandoff(contenders, plans.handoff, "after-handoff", stats),

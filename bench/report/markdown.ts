@@ -44,7 +44,7 @@ function handoffPart(results: BenchResults): string {
   const { handoff } = results.plans;
   const pushNote = results.push.available ? "" : `\n\n> fencelock push was not measured: ${results.push.reason}`;
   return [
-    `## 2. Contended handoff (${handoff.clients} clients, one name, hold ${handoff.holdMs} ms, ${handoff.durationMs / 1000} s per library and table)`,
+    `## 2. Contended handoff (${handoff.clients} clients, one name, hold ${handoff.holdMs} ms, ${handoff.durationMs / 1000} s per library and table, in ${handoff.rounds} round${handoff.rounds === 1 ? "" : "s"} of rotating order)`,
     "",
     "A gap runs from the holder calling `release()` to the next holder's `acquire()` resolving. \"To a waiter\": only where the",
     "next holder is another client that was already waiting when the release began. \"Waiting requests / s\": per client,",

@@ -1,12 +1,15 @@
 import type { Library } from "../adapters/types.ts";
 import type { RedisStats } from "../harness/commandstats.ts";
 import { progress } from "../harness/timing.ts";
-import { runContention, type Rejoin } from "./contention.ts";
+import { runContention, type ContentionRun, type Rejoin } from "./contention.ts";
 import { gapMetrics, throughputMetrics, waitMetrics, type GapMetrics, type ThroughputMetrics, type WaitMetrics } from "./metrics.ts";
 
 export interface HandoffPlan {
   clients: number;
+  /** Per library, split evenly over the rounds. */
   durationMs: number;
+  /** Each round runs every library once, in an order that rotates from round to round. */
+  rounds: number;
   holdMs: number;
 }
 
@@ -20,22 +23,37 @@ export interface Unavailable {
   note: string;
 }
 
-/** `clients` clients compete for ONE name, each holding it `holdMs`, then rejoining as `rejoin` says. */
+/**
+ * `clients` clients compete for ONE name, each holding it `holdMs`, then rejoining as `rejoin`
+ * says. The libraries take turns in rounds, so that a slow spell of the machine (its speed
+ * changes by the minute) lands on all of them rather than on whichever ran then.
+ */
 export async function runHandoff(
   entries: Array<Library | Unavailable>,
   plan: HandoffPlan,
   rejoin: Rejoin,
   stats: RedisStats,
 ): Promise<HandoffRow[]> {
-  const rows: HandoffRow[] = [];
-  for (const entry of entries) {
-    if ("note" in entry) {
-      rows.push({ id: entry.library.id, label: entry.library.label, available: false, note: entry.note });
-      continue;
+  const measured = entries.filter((entry): entry is Library => !("note" in entry));
+  const runs = new Map<Library, ContentionRun[]>(measured.map((library) => [library, []]));
+  const durationMs = plan.durationMs / plan.rounds;
+  for (let round = 0; round < plan.rounds; round++) {
+    for (const [turn, library] of rotated(measured, round).entries()) {
+      progress(`handoff (${rejoin} rejoin): round ${round + 1} of ${plan.rounds}, ${library.label} (${turn + 1} of ${measured.length}), ` +
+        `${plan.clients} clients, ${durationMs / 1000} s`);
+      const run = await runContention(library, { ...plan, durationMs, rejoin, pickName: () => `handoff-${rejoin}` }, stats);
+      runs.get(library)?.push(run);
     }
-    progress(`handoff (${rejoin} rejoin): ${entry.label}, ${plan.clients} clients, ${plan.durationMs / 1000} s`);
-    const run = await runContention(entry, { ...plan, rejoin, pickName: () => `handoff-${rejoin}` }, stats);
-    rows.push({ id: entry.id, label: entry.label, available: true, ...throughputMetrics(run), ...waitMetrics(run), ...gapMetrics(run) });
   }
-  return rows;
+  return entries.map((entry) => {
+    if ("note" in entry) return { id: entry.library.id, label: entry.library.label, available: false, note: entry.note };
+    const mine = runs.get(entry) ?? [];
+    return { id: entry.id, label: entry.label, available: true, ...throughputMetrics(mine), ...waitMetrics(mine), ...gapMetrics(mine) };
+  });
+}
+
+/** The list started at `by` places in, wrapping round. */
+function rotated<T>(items: readonly T[], by: number): T[] {
+  const start = items.length === 0 ? 0 : by % items.length;
+  return [...items.slice(start), ...items.slice(0, start)];
 }

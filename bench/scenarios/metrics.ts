@@ -47,32 +47,36 @@ function inWindow(run: ContentionRun): Section[] {
   return run.sections.filter((s) => s.acquiredAt <= run.end).sort((a, b) => a.acquiredAt - b.acquiredAt);
 }
 
-export function throughputMetrics(run: ContentionRun): ThroughputMetrics {
-  const sections = inWindow(run).length;
-  const seconds = (run.end - run.start) / 1000;
+/** Adds up `value` over the runs (the rounds of one library). */
+const sum = (runs: readonly ContentionRun[], value: (run: ContentionRun) => number) => runs.reduce((total, run) => total + value(run), 0);
+
+export function throughputMetrics(runs: readonly ContentionRun[]): ThroughputMetrics {
+  const sections = sum(runs, (run) => inWindow(run).length);
+  const seconds = sum(runs, (run) => run.end - run.start) / 1000;
   return {
     sections,
     seconds: round(seconds),
     sectionsPerSec: round(sections / seconds, 1),
-    redisCommandsPerSection: round(totalCommands(run.commands) / Math.max(1, run.sections.length)),
-    exhausted: run.exhausted,
-    streams: run.streams,
+    redisCommandsPerSection: round(sum(runs, (run) => totalCommands(run.commands)) / Math.max(1, sum(runs, (run) => run.sections.length))),
+    exhausted: sum(runs, (run) => run.exhausted),
+    streams: sum(runs, (run) => run.streams),
   };
 }
 
-export function waitMetrics(run: ContentionRun): WaitMetrics {
-  const waits = [
+export function waitMetrics(runs: readonly ContentionRun[]): WaitMetrics {
+  const waits = runs.flatMap((run) => [
     ...run.sections.map((s) => waitInWindow(run.end, s.client, s.waitStart, s.acquiredAt, s.requests)),
     ...run.censored.map((c) => waitInWindow(run.end, c.client, c.waitStart, c.abortedAt, c.requests)),
-  ];
-  const rate = (extraOnly: boolean) => Array.from({ length: run.plan.clients }, (_, client) => {
+  ]);
+  const clients = runs[0]?.plan.clients ?? 0;
+  const rate = (extraOnly: boolean) => Array.from({ length: clients }, (_, client) => {
     const mine = waits.filter((w) => w.client === client);
     const seconds = mine.reduce((sum, w) => sum + w.ms, 0) / 1000;
     const requests = mine.reduce((sum, w) => sum + (extraOnly ? Math.max(0, w.requests - 1) : w.requests), 0);
     return requests / Math.max(seconds, 1e-9);
   });
   const spread = (values: number[]) => ({ mean: round(mean(values), 1), max: round(Math.max(...values), 1) });
-  const counts = Array.from({ length: run.plan.clients }, (_, client) => inWindow(run).filter((s) => s.client === client).length);
+  const counts = Array.from({ length: clients }, (_, client) => sum(runs, (run) => inWindow(run).filter((s) => s.client === client).length));
   const waitMs = summarize(waits.map((w) => w.ms));
   return {
     waitMs,
@@ -93,19 +97,21 @@ function waitInWindow(end: number, client: number, start: number, until: number,
   return { client, ms, requests: until > end ? (requests * ms) / Math.max(until - start, 1e-9) : requests };
 }
 
-export function gapMetrics(run: ContentionRun): GapMetrics {
-  const ordered = inWindow(run);
+/** Gaps between consecutive sections of each run; none spans two runs. */
+export function gapMetrics(runs: readonly ContentionRun[]): GapMetrics {
   const gaps: number[] = [];
   const toWaiterGaps: number[] = [];
   let overlaps = 0;
-  for (let i = 1; i < ordered.length; i++) {
-    const previous = ordered[i - 1];
-    const next = ordered[i];
-    if (!previous || !next) continue;
-    const gap = round(next.acquiredAt - previous.releaseStart, 3);
-    if (gap < 0) overlaps += 1;
-    gaps.push(gap);
-    if (next.client !== previous.client && next.waitStart <= previous.releaseStart) toWaiterGaps.push(gap);
+  for (const ordered of runs.map(inWindow)) {
+    for (let i = 1; i < ordered.length; i++) {
+      const previous = ordered[i - 1];
+      const next = ordered[i];
+      if (!previous || !next) continue;
+      const gap = round(next.acquiredAt - previous.releaseStart, 3);
+      if (gap < 0) overlaps += 1;
+      gaps.push(gap);
+      if (next.client !== previous.client && next.waitStart <= previous.releaseStart) toWaiterGaps.push(gap);
+    }
   }
   return {
     gapMs: summarize(gaps), gaps, toWaiterGapMs: summarize(toWaiterGaps), toWaiterGaps,

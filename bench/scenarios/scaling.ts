@@ -50,9 +50,9 @@ export async function runScaling(libraries: Library[], plan: ScalingPlan, stats:
 }
 
 function cell(library: Library, axis: ScalingCell["axis"], names: number, run: ContentionRun): ScalingCell {
-  const throughput = throughputMetrics(run);
-  const waits = waitMetrics(run);
-  const gaps = gapMetrics(run);
+  const throughput = throughputMetrics([run]);
+  const waits = waitMetrics([run]);
+  const gaps = gapMetrics([run]);
   const requests = run.sections.reduce((sum, s) => sum + s.requests + s.releaseRequests, 0) +
     run.censored.reduce((sum, c) => sum + c.requests, 0);
   return {
