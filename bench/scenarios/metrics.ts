@@ -9,7 +9,8 @@ export interface WaitMetrics {
   starvation: number;
   /**
    * Per client: requests sent inside acquire() beyond each call's first attempt, ÷ seconds spent
-   * inside acquire(): the pressure a waiting client puts on the server.
+   * inside acquire(): the pressure a waiting client puts on the server. A client lives one run
+   * (round); mean and max are over the clients of all runs.
    */
   requestsPerWaiterPerSec: { mean: number; max: number };
   /** The same with each call's first attempt counted too (short waits inflate it). */
@@ -64,17 +65,15 @@ export function throughputMetrics(runs: readonly ContentionRun[]): ThroughputMet
 }
 
 export function waitMetrics(runs: readonly ContentionRun[]): WaitMetrics {
-  const waits = runs.flatMap((run) => [
+  const perRun = runs.map((run) => [
     ...run.sections.map((s) => waitInWindow(run.end, s.client, s.waitStart, s.acquiredAt, s.requests)),
     ...run.censored.map((c) => waitInWindow(run.end, c.client, c.waitStart, c.abortedAt, c.requests)),
   ]);
+  const waits = perRun.flat();
   const clients = runs[0]?.plan.clients ?? 0;
-  const rate = (extraOnly: boolean) => Array.from({ length: clients }, (_, client) => {
-    const mine = waits.filter((w) => w.client === client);
-    const seconds = mine.reduce((sum, w) => sum + w.ms, 0) / 1000;
-    const requests = mine.reduce((sum, w) => sum + (extraOnly ? Math.max(0, w.requests - 1) : w.requests), 0);
-    return requests / Math.max(seconds, 1e-9);
-  });
+  // Rates per client of each run: client 3 of the next round is another connection with its own
+  // state, and adding its waits to this one's would average a busy waiter down.
+  const rate = (extraOnly: boolean) => runs.flatMap((run, i) => clientRates(perRun[i] ?? [], run.plan.clients, extraOnly));
   const spread = (values: number[]) => ({ mean: round(mean(values), 1), max: round(Math.max(...values), 1) });
   const counts = Array.from({ length: clients }, (_, client) => sum(runs, (run) => inWindow(run).filter((s) => s.client === client).length));
   const waitMs = summarize(waits.map((w) => w.ms));
@@ -85,6 +84,18 @@ export function waitMetrics(runs: readonly ContentionRun[]): WaitMetrics {
     allRequestsPerAcquireSec: spread(rate(false)),
     sectionsPerClient: { min: Math.min(...counts), max: Math.max(...counts) },
   };
+}
+
+type Wait = ReturnType<typeof waitInWindow>;
+
+/** Each client's requests inside acquire() ÷ its seconds inside acquire(), over one run's waits. */
+function clientRates(waits: readonly Wait[], clients: number, extraOnly: boolean): number[] {
+  return Array.from({ length: clients }, (_, client) => {
+    const mine = waits.filter((w) => w.client === client);
+    const seconds = mine.reduce((total, w) => total + w.ms, 0) / 1000;
+    const requests = mine.reduce((total, w) => total + (extraOnly ? Math.max(0, w.requests - 1) : w.requests), 0);
+    return requests / Math.max(seconds, 1e-9);
+  });
 }
 
 /**
