@@ -46,6 +46,15 @@ export class ConnectionPool {
     }
   }
 
+  /**
+   * Closes a connection that its user could not bring back to the state it was taken in.
+   * giveBack() would keep it: ioredis reports "ready" until Redis has closed its end too.
+   */
+  discard(connection: Redis): void {
+    this.#busy.delete(connection);
+    connection.disconnect();
+  }
+
   close(): void {
     this.#closed = true;
     for (const connection of [...this.#idle, ...this.#busy]) connection.disconnect();

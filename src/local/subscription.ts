@@ -84,7 +84,10 @@ async function giveBack(pool: ConnectionPool, subscriber: Redis, { kind, names }
   try {
     await (kind === "subscribe" ? subscriber.unsubscribe(...unique) : subscriber.punsubscribe(...unique));
   } catch {
-    subscriber.disconnect();
+    // Refused (an ACL, -BUSY during a long script) or the connection broke: closing it is what
+    // drops its subscriptions, and the next stream must get another one.
+    pool.discard(subscriber);
+    return;
   }
   pool.giveBack(subscriber);
 }

@@ -7,7 +7,9 @@ import { listen } from "../../../src/local/server.ts";
 import { OpenStreams } from "../../../src/local/sse.ts";
 import { localRedis } from "../../support/local-client.ts";
 import { key, rest } from "../../support/rest.ts";
-import { abortAfter, openRaw } from "./sse-client.ts";
+import { abortAfter, openRaw, type RawStream } from "./sse-client.ts";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
@@ -143,6 +145,25 @@ describe("the lifetime of a stream", () => {
     const auth = { url: local.url, token: local.token };
     expect((await rest("/", { body: ["PUBSUB", "NUMSUB", channel], ...auth })).json).toEqual({ result: [channel, 2] });
     expect((await rest("/", { body: ["PUBLISH", channel, "hi"], ...auth })).json).toEqual({ result: 2 });
+  });
+
+  it("closes a connection whose UNSUBSCRIBE Redis refused, rather than hand it to the next stream", async () => {
+    const redisServer = await startRedisServer();
+    cleanup.push(() => redisServer.stop());
+    const local = await privateServer(redisServer.url);
+    // Redis can refuse an UNSUBSCRIBE (here an ACL; -BUSY during a long script): that stream's
+    // connection is closed, and the streams opened meanwhile must not be given it.
+    await rest("/", { body: ["ACL", "SETUSER", "default", "-unsubscribe"], url: local.url, token: local.token });
+    const statuses: number[] = [];
+    let ending: RawStream[] = [];
+    for (let round = 0; round < 30; round++) {
+      for (const stream of ending) stream.abort();
+      const opening = Array.from({ length: 4 }, (_, i) => sleep(i).then(() => openRaw(`/subscribe/${key("refused")}`, local)));
+      ending = await Promise.all(opening);
+      statuses.push(...ending.map((stream) => stream.response.status));
+    }
+    for (const stream of ending) stream.abort();
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
   });
 
   it("close() ends every open stream promptly and cleanly", async () => {
