@@ -1,11 +1,10 @@
 import { createServer, type ServerResponse } from "node:http";
 import { connect, type AddressInfo } from "node:net";
-import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createHandler } from "../../../src/local/handler.ts";
-import { ConnectionPool } from "../../../src/local/pool.ts";
-import { connectRedis, openSubscriber } from "../../../src/local/redis-client.ts";
-import { EventStream, OpenStreams } from "../../../src/local/sse.ts";
+import { EventStream } from "../../../src/local/sse.ts";
 import { key, rest } from "../../support/rest.ts";
+import { handlerBackend } from "./backend.ts";
 
 const cleanup: Array<() => unknown> = [];
 afterEach(async () => {
@@ -20,14 +19,10 @@ async function listening(channel: string): Promise<number> {
 
 describe("an event stream whose reader stops reading", () => {
   it("is dropped once 32 MB behind: its connection closes, not only its Redis subscription", async () => {
-    const { redisUrl } = inject("upstash");
-    const redis = await connectRedis(redisUrl);
-    const streams = new OpenStreams();
-    const pool = new ConnectionPool(() => connectRedis(redisUrl));
-    const subscribers = new ConnectionPool(() => openSubscriber(redis));
-    const server = createServer(createHandler({ redis, pool, subscribers, token: "t", streams }));
+    const { backend, close } = await handlerBackend();
+    const server = createServer(createHandler(backend));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    cleanup.push(() => redis.disconnect(), () => pool.close(), () => subscribers.close(), () => new Promise((r) => { server.close(r); server.closeAllConnections(); }), () => streams.closeAll());
+    cleanup.push(close, () => new Promise((r) => { server.close(r); server.closeAllConnections(); }));
     const connections = () => new Promise<number>((resolve) => server.getConnections((_, n) => resolve(n)));
 
     const channel = key("slow");

@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
 import { createHandler } from "../../../src/local/handler.ts";
-import { ConnectionPool } from "../../../src/local/pool.ts";
-import { connectRedis, openSubscriber, SUBSCRIBER_NAME } from "../../../src/local/redis-client.ts";
+import { SUBSCRIBER_NAME } from "../../../src/local/redis-client.ts";
 import { listen } from "../../../src/local/server.ts";
-import { OpenStreams } from "../../../src/local/sse.ts";
 import { localRedis } from "../../support/local-client.ts";
 import { key, rest } from "../../support/rest.ts";
+import { handlerBackend } from "./backend.ts";
 import { abortAfter, openRaw, type RawStream } from "./sse-client.ts";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -86,14 +85,9 @@ describe("the event stream on the wire", () => {
   });
 
   it("sends `: ping` comments while the stream is quiet", async () => {
-    const { redisUrl } = inject("upstash");
-    const redis = await connectRedis(redisUrl);
-    const streams = new OpenStreams();
-    const pool = new ConnectionPool(() => connectRedis(redisUrl));
-    const subscribers = new ConnectionPool(() => openSubscriber(redis));
-    const backend = { redis, pool, subscribers, token: "t", streams, keepAliveMs: 20 };
+    const { backend, close } = await handlerBackend(20);
     const http = await listen(createHandler(backend), "127.0.0.1", 0);
-    cleanup.push(() => redis.disconnect(), () => subscribers.close(), () => http.close(), () => streams.closeAll());
+    cleanup.push(close, () => http.close());
     const channel = key("quiet");
     const stream = await openRaw(`/subscribe/${channel}`, { url: http.url, token: "t" });
     expect(await stream.events(3)).toEqual([`data: subscribe,${channel},1\n\n`, ": ping\n\n", ": ping\n\n"]);
