@@ -49,7 +49,7 @@ export async function streamSubscription(
   headers: OutgoingHttpHeaders,
 ): Promise<void> {
   const subscriber = await backend.subscribers.take();
-  const confirming = confirm(subscriber, subscription);
+  const confirming = confirm(subscriber, subscription, () => stream.ended);
   const end = () => stream.end();
   const stream = new EventStream(response, () => {
     backend.streams.delete(end);
@@ -92,12 +92,17 @@ async function giveBack(pool: ConnectionPool, subscriber: Redis, { kind, names }
   pool.giveBack(subscriber);
 }
 
-/** Subscribes one name at a time, so that each event carries the count Redis gave for that name. */
-async function confirm(subscriber: Redis, { kind, names }: Subscription): Promise<string[]> {
+/**
+ * Subscribes one name at a time, so that each event carries the count Redis gave for that name,
+ * and stops early once the stream has ended (looked at only after an answer: the stream does
+ * not exist yet when the first SUBSCRIBE goes out).
+ */
+async function confirm(subscriber: Redis, { kind, names }: Subscription, ended: () => boolean): Promise<string[]> {
   const events: string[] = [];
   for (const name of names) {
     const count = kind === "subscribe" ? await subscriber.subscribe(name) : await subscriber.psubscribe(name);
     events.push(dataEvent([kind, name, String(count)]));
+    if (ended()) break;
   }
   return events;
 }

@@ -37,6 +37,13 @@ async function pubsub(local: LocalUpstash): Promise<{ channels: unknown; pattern
   return { channels: channels.result, patterns: patterns.result };
 }
 
+/** How many times Redis ran a command (INFO commandstats). */
+async function commandCalls(local: LocalUpstash, command: string): Promise<number> {
+  const { json } = await rest("/", { body: ["INFO", "commandstats"], url: local.url, token: local.token });
+  const calls = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec((json as { result: string }).result);
+  return Number(calls?.[1] ?? 0);
+}
+
 describe("the event stream on the wire", () => {
   it("sends the subscribe event after Redis confirmed it, then one data line per message, never base64", async () => {
     const channel = `{c} é,${crypto.randomUUID()}`;
@@ -113,6 +120,19 @@ describe("the lifetime of a stream", () => {
     expect(after.subscribers).toBeGreaterThan(0);
     expect(after.subscribers).toBeLessThanOrEqual(16);
     expect(after.all - after.subscribers).toBe(before.all);
+  });
+
+  it("stops subscribing a stream's names once its client has gone", async () => {
+    const local = await privateServer();
+    const names = Array.from({ length: 1_000 }, (_, i) => `n${i}`);
+    // Redis confirms one name per round trip: the client leaves long before the thousandth.
+    await abortAfter(5, `/subscribe/${names.join("/")}`, local);
+    // The stream's teardown ends in UNSUBSCRIBE, once no SUBSCRIBE is left to answer.
+    await expect.poll(() => commandCalls(local, "unsubscribe"), { timeout: 10_000 }).toBe(1);
+    const subscribed = await commandCalls(local, "subscribe");
+    expect(subscribed).toBeGreaterThan(0);
+    expect(subscribed).toBeLessThan(names.length / 2);
+    expect(await pubsub(local)).toEqual({ channels: [], patterns: 0 });
   });
 
   it("gives a reused connection's next stream only its own messages, counted from 1", async () => {
