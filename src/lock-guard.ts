@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, Env, MiddlewareHandler } from "hono";
 import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, refusalResponse, type Refusal } from "./guard.ts";
 import { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
@@ -6,11 +6,15 @@ import type { Locks } from "./locks.ts";
 /** What lockGuard() puts on the context: `c.get("lease")`. */
 export type LockVariables = { lease: Lease };
 
-export interface LockGuardOptions {
+/** The app's env `E` (its Bindings and Variables), with what lockGuard() adds. */
+export type LockGuardEnv<E extends Env> = E & { Variables: LockVariables };
+
+/** `E`: the app's env, so that the callbacks see its typed `c.env` and variables. */
+export interface LockGuardOptions<E extends Env = Env> {
   /** The lock set, or a function of the context (on Workers, Redis credentials arrive in c.env). */
-  locks: Locks | ((c: Context) => Locks);
+  locks: Locks | ((c: Context<LockGuardEnv<E>>) => Locks);
   /** The lock a request needs, e.g. `(c) => \`order:${c.req.param("id")}\``. */
-  name: (c: Context) => string | undefined;
+  name: (c: Context<LockGuardEnv<E>>) => string | undefined;
   /** How long to wait for a busy lock before answering 423 (default 0: answer at once). */
   waitMs?: number;
   /** Lease length for this route; the lock set's default otherwise. */
@@ -23,7 +27,7 @@ export interface LockGuardOptions {
   /** "await" releases before the response is sent; "waitUntil" releases in the background. */
   release?: "await" | "waitUntil";
   /** Builds the 423 (and 503) response; by default application/problem+json with Retry-After. */
-  onLocked?: (c: Context, refusal: Refusal) => Response | Promise<Response>;
+  onLocked?: (c: Context<LockGuardEnv<E>>, refusal: Refusal) => Response | Promise<Response>;
 }
 
 /**
@@ -41,7 +45,9 @@ export interface LockGuardOptions {
  *   return c.json({ paid: true });
  * });
  */
-export function lockGuard(options: LockGuardOptions): MiddlewareHandler<{ Variables: LockVariables }> {
+export function lockGuard<E extends Env = Env>(
+  options: LockGuardOptions<E>,
+): MiddlewareHandler<LockGuardEnv<E>> {
   const settings = guardSettings(options, "lockGuard options");
   const { locks, name, onLocked = refusalResponse } = options;
   return async function lockGuard(c, next) {

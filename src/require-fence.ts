@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, Env, MiddlewareHandler } from "hono";
 import * as z from "zod/mini";
 import { LockUnavailableError, StaleFenceError } from "./errors.ts";
 import { FENCE_HEADER, parseFenceHeader } from "./fence.ts";
@@ -11,15 +11,19 @@ import { badNameProblem, problemResponse, staleFenceProblem, type Problem } from
 /** What requireFence() puts on the context: `c.get("fence")`. */
 export type FenceVariables = { fence: number };
 
-export interface RequireFenceOptions {
+/** The app's env `E` (its Bindings and Variables), with what requireFence() adds. */
+export type RequireFenceEnv<E extends Env> = E & { Variables: FenceVariables };
+
+/** `E`: the app's env, so that the callbacks see its typed `c.env` and variables. */
+export interface RequireFenceOptions<E extends Env = Env> {
   /** The fenced store whose resources this route writes. */
   store: FencedStore;
   /** The resource a request writes, e.g. `(c) => c.req.param("id")`. */
-  resource: (c: Context) => string | undefined;
+  resource: (c: Context<RequireFenceEnv<E>>) => string | undefined;
   /** Register the fence at the store before the handler runs (default true): see "claim" in the README. */
   claim?: boolean;
   /** Builds the error response; by default an application/problem+json body. */
-  onProblem?: (c: Context, problem: Problem) => Response | Promise<Response>;
+  onProblem?: (c: Context<RequireFenceEnv<E>>, problem: Problem) => Response | Promise<Response>;
 }
 
 /**
@@ -36,7 +40,9 @@ export interface RequireFenceOptions {
  *   return c.body(null, 204);
  * });
  */
-export function requireFence(options: RequireFenceOptions): MiddlewareHandler<{ Variables: FenceVariables }> {
+export function requireFence<E extends Env = Env>(
+  options: RequireFenceOptions<E>,
+): MiddlewareHandler<RequireFenceEnv<E>> {
   // Built here rather than when the module loads, so an app without requireFence() does not carry it.
   const schema = z.strictObject({
     store: z.custom<unknown>((v) => hasMethod(v, "write"), "expected the store from createFencedStore()"),

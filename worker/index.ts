@@ -57,7 +57,7 @@ app.get("/events/:id", async (c) => {
 
 // One lock per event, for restocks as for purchases: a restock is a write like any other, and one
 // that bypassed the lock or the fence would let a paused buyer's older write land after it.
-const eventLock = lockGuard({ locks: (c) => locksFor(c.env as Env), name: (c) => `event:${c.req.param("id")}` });
+const eventLock = lockGuard<AppEnv>({ locks: (c) => locksFor(c.env), name: (c) => `event:${c.req.param("id")}` });
 
 app.put("/events/:id", eventLock, async (c) => {
   const body: unknown = await c.req.json().catch(() => undefined);

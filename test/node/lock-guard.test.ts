@@ -67,6 +67,26 @@ describe("lockGuard", () => {
     expect(() => requireFence({ store, resource: name, claim: "false" as never })).toThrow(/claim: expected true or false/);
   });
 
+  it("gives its callbacks the app's typed env, as do requireFence's", async () => {
+    type AppEnv = { Bindings: { LOCK_NAME: string }; Variables: LockVariables };
+    const prefix = uniquePrefix("guard-env");
+    const locks = createLocks({ redis: upstash(), prefix });
+    const store = createFencedStore({ redis: upstash(), prefix });
+    const app = new Hono<AppEnv>();
+    app.post("/", lockGuard<AppEnv>({ locks, name: (c) => c.env.LOCK_NAME }), (c) => c.json({ fence: c.get("lease").fence }));
+    app.put("/", requireFence<AppEnv>({ store, resource: (c) => c.env.LOCK_NAME }), (c) => c.body(null, 204));
+    // @ts-expect-error: the app has no such binding
+    lockGuard<AppEnv>({ locks, name: (c) => c.env.MISSING });
+    // @ts-expect-error: nor such a variable
+    requireFence<AppEnv>({ store, resource: (c) => c.get("missing") });
+    const env = { LOCK_NAME: "from-env" };
+    const { fence } = (await (await app.request("/", { method: "POST" }, env)).json()) as { fence: number };
+    expect((await locks.inspect("from-env")).fence).toBe(fence);
+    const put = await app.request("/", { method: "PUT", headers: { "Fencing-Token": String(fence) } }, env);
+    expect(put.status).toBe(204);
+    await expect(store.write("from-env", "late", fence - 1)).rejects.toThrow(/stale/);
+  });
+
   it("answers 400, not 500, when the name built from the request is not a usable lock name", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-name") });
     const app = new Hono<{ Variables: LockVariables }>();

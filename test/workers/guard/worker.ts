@@ -20,9 +20,10 @@ function locksFor(env: Env): Locks {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const app = new Hono<{ Bindings: Env; Variables: LockVariables & { attempts: { n: number } } }>();
+type AppEnv = { Bindings: Env; Variables: LockVariables & { attempts: { n: number } } };
+const app = new Hono<AppEnv>();
 const guard = (waitMs = 0) =>
-  lockGuard({ locks: (c) => locksFor(c.env as Env), name: (c) => `job:${c.req.param("id")}`, waitMs });
+  lockGuard<AppEnv>({ locks: (c) => locksFor(c.env), name: (c) => `job:${c.req.param("id")}`, waitMs });
 
 app.post("/jobs/:id", guard(), async (c) => {
   await sleep(Number(c.req.query("holdMs") ?? 0));
@@ -53,11 +54,11 @@ function countingLocks(env: Env, attempts: { n: number }): Locks {
 }
 app.post(
   "/push/:id",
-  lockGuard({
+  lockGuard<AppEnv>({
     locks: (c) => {
       const attempts = { n: 0 };
       c.set("attempts", attempts);
-      return countingLocks(c.env as Env, attempts);
+      return countingLocks(c.env, attempts);
     },
     name: (c) => `job:${c.req.param("id")}`,
     waitMs: 5_000,
