@@ -2,11 +2,11 @@
 -- waiter when that waiter listens for push wake-ups: it learns from the message that it
 -- holds the lock, which saves the request it would otherwise send to take it.
 -- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset, KEYS[4] alive zset
--- ARGV owner, fence, requestId
+-- ARGV owner, fence, requestId, retryWindowMs (how long a retry of this release may still come)
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
 -- the lease had already expired or changed hands.
 local lock, fenceKey, queue, alive = unpack(KEYS)
-local owner, fence, seen = ARGV[1], ARGV[2], 'q:' .. ARGV[3]
+local owner, fence, seen, retryWindowMs = ARGV[1], ARGV[2], 'q:' .. ARGV[3], ARGV[4]
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds', seen)
 if cur[1] == owner and cur[2] == fence then
   local holds = tonumber(cur[3])
@@ -19,8 +19,12 @@ if cur[1] == owner and cur[2] == fence then
     return {1, redis.call('HINCRBY', lock, 'holds', -1)}
   end
   redis.call('DEL', lock)
-  -- Remembered so that a retry of this release reports "released", not "expired".
-  redis.call('HSET', fenceKey, 'released', fence)
+  -- Remembered so that a retry of this release reports "released", not "expired". A field
+  -- new to the record may mean the record itself is new (it was evicted while the lock was
+  -- held): give it a TTL, or it would stay for good. Its retries come within the window.
+  if redis.call('HSET', fenceKey, 'released', fence) == 1 then
+    redis.call('PEXPIRE', fenceKey, retryWindowMs)
+  end
   -- An empty queue is a missing key: the uncontended path skips the handover.
   if redis.call('EXISTS', queue) == 1 then
     local t = redis.call('TIME')

@@ -24,7 +24,7 @@ export function leaseBackend(run: Run): LeaseBackend {
       return extended === 1 ? ttl : null;
     },
     async release(lease, requestId): Promise<ReleaseOutcome> {
-      const args = [lease.owner, lease.fence, requestId];
+      const args = [lease.owner, lease.fence, requestId, RETRY_WINDOW_MS];
       const [released] = await run(scripts.release, lease.name, args, lease.owner);
       return released === 1 ? "released" : "expired";
     },

@@ -27,15 +27,15 @@ export const leave: LuaScript = {
 
 export const release: LuaScript = {
   name: "release",
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,A,h=ARGV[1],ARGV[2],'q:'..ARGV[3] local u=a('HMGET',b,'owner','fence','holds',h) if u[1]==f and u[2]==A then local y=tonumber(u[3]) if u[4] then return{1,y} end if y>1 then a('HSET',b,h,1) return{1,a('HINCRBY',b,'holds',-1)} end a('DEL',b) a('HSET',c,'released',A) if a('EXISTS',d)==1 then local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end local w=a('ZRANGE',d,0,0)[1] or '' local g,B,i,j=string.match(w,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$') if g then local v=tonumber(a('HGET',c,'last')or '0') local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',B,'fence',x,'holds',1,'q:'..w,1) a('PEXPIRE',b,i) a('HSET',c,'last',x) a('PEXPIRE',c,j) a('ZREM',d,w) a('ZREM',e,w) a('PUBLISH',redis.sha1hex(b),g..':'..x) end end return{1,0} end if a('HGET',c,'released')==A then return{1,0} end return{0}",
+  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,A,h,B=ARGV[1],ARGV[2],'q:'..ARGV[3],ARGV[4] local u=a('HMGET',b,'owner','fence','holds',h) if u[1]==f and u[2]==A then local y=tonumber(u[3]) if u[4] then return{1,y} end if y>1 then a('HSET',b,h,1) return{1,a('HINCRBY',b,'holds',-1)} end a('DEL',b) if a('HSET',c,'released',A)==1 then a('PEXPIRE',c,B) end if a('EXISTS',d)==1 then local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end local w=a('ZRANGE',d,0,0)[1] or '' local g,C,i,j=string.match(w,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$') if g then local v=tonumber(a('HGET',c,'last')or '0') local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',C,'fence',x,'holds',1,'q:'..w,1) a('PEXPIRE',b,i) a('HSET',c,'last',x) a('PEXPIRE',c,j) a('ZREM',d,w) a('ZREM',e,w) a('PUBLISH',redis.sha1hex(b),g..':'..x) end end return{1,0} end if a('HGET',c,'released')==A then return{1,0} end return{0}",
 };
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local C,A,D,E=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local F=tonumber(A) local l=a('TIME') local m=l[1]*1000000+l[2] if not string.match(A,'^[1-9][0-9]*$')or F>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence') end local u=a('HMGET',C,'fence','value') local G=tonumber(u[1] or '0') if not u[1] and D>0 then G=m-D*1000 end if F<G then return{0,G} end if E then a('HSET',C,'fence',A,'value',E) else a('HSET',C,'fence',A) end if D>0 then a('PEXPIRE',C,D)else a('PERSIST',C)end if u[2] and not E then return{1,F,'v:'..u[2]}end return{1,F}",
+  text: "local a=redis.call local D,A,E,F=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local G=tonumber(A) local l=a('TIME') local m=l[1]*1000000+l[2] if not string.match(A,'^[1-9][0-9]*$')or G>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence') end local u=a('HMGET',D,'fence','value') local H=tonumber(u[1] or '0') if not u[1] and E>0 then H=m-E*1000 end if G<H then return{0,H} end if F then a('HSET',D,'fence',A,'value',F) else a('HSET',D,'fence',A) end if E>0 then a('PEXPIRE',D,E)else a('PERSIST',D)end if u[2] and not F then return{1,G,'v:'..u[2]}end return{1,G}",
 };
 
 export const storeRead: LuaScript = {
   name: "store-read",
-  text: "local a=redis.call local C=KEYS[1] local u=a('HMGET',C,'fence','value') local G=tonumber(u[1] or '0') if u[2] then return{G,'v:'..u[2]}end return{G}",
+  text: "local a=redis.call local D=KEYS[1] local u=a('HMGET',D,'fence','value') local H=tonumber(u[1] or '0') if u[2] then return{H,'v:'..u[2]}end return{H}",
 };

@@ -81,4 +81,17 @@ describe("fencing tokens", () => {
     await outer.release();
     await (await waiting).release();
   });
+
+  it("leave no key without a TTL when the fence record was evicted while the lock was held", async () => {
+    const locks = createLocks({ redis, prefix: "evicted" });
+    const lease = await locks.acquire("a");
+    // What a maxmemory policy such as volatile-lru may do to any key with a TTL.
+    await redis.del("evicted:{a}:fence");
+    expect(await lease.release()).toBe("released");
+    const keys = await redis.keys("evicted:*");
+    for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);
+    // The release is still remembered for its retries, and the next fence still rises.
+    expect(await locks.resume(lease).release()).toBe("released");
+    expect((await locks.acquire("a")).fence).toBeGreaterThan(lease.fence);
+  });
 });
