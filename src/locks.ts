@@ -5,7 +5,7 @@ import { checkName, lockKeys, newToken } from "./keys.ts";
 import { Lease, driftMs } from "./lease.ts";
 import {
   acquireOptionsSchema, locksOptionsSchema, ownerToken, parseOptions, tryAcquireOptionsSchema,
-  type AcquireOptions, type LocksConfig, type LocksOptions, type TryAcquireOptions,
+  type AcquireOptions, type LocksOptions, type TryAcquireOptions,
 } from "./options.ts";
 import { integers, runScript } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";

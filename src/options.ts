@@ -54,7 +54,6 @@ export const readOptionsSchema = z.strictObject({
 }, "expected an options object");
 
 export type LocksOptions = z.input<typeof locksOptionsSchema>;
-export type LocksConfig = z.output<typeof locksOptionsSchema>;
 
 /** An owner token, as acquire({ owner }) and resume() take it. */
 export const ownerToken = z.string("expected lease.owner: 32 hex characters").check(
