@@ -15,6 +15,7 @@ export interface WaitMetrics {
   requestsPerWaiterPerSec: { mean: number; max: number };
   /** The same with each call's first attempt counted too (short waits inflate it). */
   allRequestsPerAcquireSec: { mean: number; max: number };
+  /** Fewest and most critical sections any one client got in one run (round). */
   sectionsPerClient: { min: number; max: number };
 }
 
@@ -70,12 +71,16 @@ export function waitMetrics(runs: readonly ContentionRun[]): WaitMetrics {
     ...run.censored.map((c) => waitInWindow(run.end, c.client, c.waitStart, c.abortedAt, c.requests)),
   ]);
   const waits = perRun.flat();
-  const clients = runs[0]?.plan.clients ?? 0;
   // Rates per client of each run: client 3 of the next round is another connection with its own
   // state, and adding its waits to this one's would average a busy waiter down.
   const rate = (extraOnly: boolean) => runs.flatMap((run, i) => clientRates(perRun[i] ?? [], run.plan.clients, extraOnly));
   const spread = (values: number[]) => ({ mean: round(mean(values), 1), max: round(Math.max(...values), 1) });
-  const counts = Array.from({ length: clients }, (_, client) => sum(runs, (run) => inWindow(run).filter((s) => s.client === client).length));
+  // Per run, for the same reason: summed by index over rounds, a client starved in one round and
+  // another favoured in the next would look even.
+  const counts = runs.flatMap((run) => {
+    const sections = inWindow(run);
+    return Array.from({ length: run.plan.clients }, (_, client) => sections.filter((s) => s.client === client).length);
+  });
   const waitMs = summarize(waits.map((w) => w.ms));
   return {
     waitMs,
