@@ -54,6 +54,12 @@ if not cur[1] then
   local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
+    -- A ticket missing from alive (evicted) says nothing of when it stopped asking, and each
+    -- waiter's attempt keeps the line alive: it would hold a free lock back for good. It goes.
+    while head and head ~= ticket and not redis.call('ZSCORE', alive, head) do
+      redis.call('ZREM', queue, head)
+      head = redis.call('ZRANGE', queue, 0, 0)[1]
+    end
     if head and head ~= ticket then
       -- Server time stands in for a fence key that was lost (see below).
       return waitInLine(0, math.max(last, nowUs))

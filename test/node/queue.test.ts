@@ -58,6 +58,22 @@ describe("the queue", () => {
     await lease.release();
   });
 
+  it("drops a waiter whose entry in alive was evicted, even while others keep the line busy", async () => {
+    const prefix = uniquePrefix("ghost-evicted");
+    const redis = upstash();
+    const holder = await lockSet(prefix).acquire("door");
+    const keys = lockKeys(prefix, "door");
+    await redis.eval(scripts.acquire.text, [keys.lock, keys.fence, keys.queue, keys.alive], ["a".repeat(32), "ghost", "10000", "70000", "2000"]);
+    // What a maxmemory policy may do: nothing then says when the ghost stopped asking.
+    await redis.del(keys.alive);
+    await holder.release();
+    expect(await lockSet(prefix).inspect("door")).toMatchObject({ held: false, waiters: 1 });
+    // Its own attempts renew the line's TTL: before the fix the ghost held the free lock back for good.
+    const lease = await lockSet(prefix).acquire("door", { waitMs: 4_000 });
+    expect((await lockSet(prefix).inspect("door")).waiters).toBe(0);
+    await lease.release();
+  });
+
   it("takes a waiter out of line at once when its wait is aborted", async () => {
     const prefix = uniquePrefix("leave");
     const holder = await lockSet(prefix).acquire("door");
