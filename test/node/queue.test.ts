@@ -44,13 +44,18 @@ describe("the queue", () => {
     await lease.release();
   });
 
-  it("drops a waiter that stopped asking (crashed) within a few seconds", async () => {
-    const prefix = uniquePrefix("ghost");
+  /** A held lock, and a waiter that queued for it once and is never heard from again. */
+  async function ghostInLine(prefix: string) {
     const redis = upstash();
     const holder = await lockSet(prefix).acquire("door");
     const keys = lockKeys(prefix, "door");
-    // A waiter queues once and is never heard from again.
     await redis.eval(scripts.acquire.text, [keys.lock, keys.fence, keys.queue, keys.alive], ["a".repeat(32), "ghost", "10000", "70000", "2000"]);
+    return { redis, holder, keys };
+  }
+
+  it("drops a waiter that stopped asking (crashed) within a few seconds", async () => {
+    const prefix = uniquePrefix("ghost");
+    const { holder } = await ghostInLine(prefix);
     await holder.release();
     const started = performance.now();
     const lease = await lockSet(prefix).acquire("door", { waitMs: 10_000 });
@@ -60,10 +65,7 @@ describe("the queue", () => {
 
   it("drops a waiter whose entry in alive was evicted, even while others keep the line busy", async () => {
     const prefix = uniquePrefix("ghost-evicted");
-    const redis = upstash();
-    const holder = await lockSet(prefix).acquire("door");
-    const keys = lockKeys(prefix, "door");
-    await redis.eval(scripts.acquire.text, [keys.lock, keys.fence, keys.queue, keys.alive], ["a".repeat(32), "ghost", "10000", "70000", "2000"]);
+    const { redis, holder, keys } = await ghostInLine(prefix);
     // What a maxmemory policy may do: nothing then says when the ghost stopped asking.
     await redis.del(keys.alive);
     await holder.release();
