@@ -59,6 +59,9 @@ const scenario = fc.record({
 /** Where the network logs sends and lost responses, for TRACE=1. */
 let netLog: ((line: string) => void) | undefined;
 
+/** An error class a step may meet as part of the game. */
+type ErrorClass = abstract new (...args: never[]) => Error;
+
 interface Held {
   client: number;
   lease: Lease;
@@ -168,6 +171,16 @@ async function runScenario(programs: Op[][], net: Net) {
       const list = mine();
       return list.length ? list[i % list.length] : undefined;
     };
+    /** Runs `op` on one of this client's leases, if it holds any; an `expected` error is part of the game. */
+    const onHeld = async (i: number, what: string, expected: ErrorClass | null, op: (h: Held) => Promise<void>) => {
+      const h = pick(i);
+      if (!h) return;
+      try {
+        await op(h);
+      } catch (error) {
+        if (!(expected && error instanceof expected)) unexpected(what, error);
+      }
+    };
     for (const step of program) {
       sample(`before ${step.op}`);
       switch (step.op) {
@@ -195,11 +208,9 @@ async function runScenario(programs: Op[][], net: Net) {
           }
           break;
         }
-        case "join": {
-          const h = pick(step.lease);
-          if (!h) break;
-          const validBefore = h.lease.remainingMs() > 0;
-          try {
+        case "join":
+          await onHeld(step.lease, "join", LockTimeoutError, async (h) => {
+            const validBefore = h.lease.remainingMs() > 0;
             const lease = await bounded("join", bound(step.waitMs), () =>
               locks.acquire(h.name, { owner: h.lease.owner, waitMs: step.waitMs, leaseMs: step.leaseMs }));
             // A join while the lease is still valid is the same lease: same fence.
@@ -207,55 +218,36 @@ async function runScenario(programs: Op[][], net: Net) {
               violations.push(`join of a valid lease got fence ${lease.fence}, lease has ${h.lease.fence}`);
             }
             receive(c, lease, "join");
-          } catch (error) {
-            if (!(error instanceof LockTimeoutError)) unexpected("join", error);
-          }
+          });
           break;
-        }
-        case "heartbeat": {
-          const h = pick(step.lease);
-          if (!h) break;
-          try {
+        case "heartbeat":
+          await onHeld(step.lease, "heartbeat", LockLostError, async (h) => {
             await bounded("heartbeat", bound(0), () => h.lease.heartbeat());
             sample("after heartbeat");
-          } catch (error) {
-            if (!(error instanceof LockLostError)) unexpected("heartbeat", error);
-          }
+          });
           break;
-        }
-        case "release": {
-          const h = pick(step.lease);
-          if (!h) break;
-          try {
+        case "release":
+          await onHeld(step.lease, "release", null, async (h) => {
             const first = await bounded("release", bound(0), () => h.lease.release());
             if (step.twice) {
               const second = await bounded("release again", bound(0), () => h.lease.release());
               if (second !== first) violations.push(`release twice: ${first} then ${second}`);
             }
             if (h.lease.remainingMs() !== 0) violations.push("a released lease still has time left");
-          } catch (error) {
-            unexpected("release", error);
-          }
+          });
           break;
-        }
-        case "resume": {
-          const h = pick(step.lease);
-          if (!h) break;
-          // A new invocation: a fresh client and lock set; the old lease object is dropped.
-          h.superseded = true;
-          locks = makeLocks(c);
-          const resumed = locks.resume({ name: h.name, owner: h.lease.owner, fence: h.lease.fence });
-          const entry: Held = { client: c, lease: resumed, name: h.name, superseded: false };
-          held.push(entry);
-          try {
+        case "resume":
+          await onHeld(step.lease, "resumed heartbeat", LockLostError, async (h) => {
+            // A new invocation: a fresh client and lock set; the old lease object is dropped.
+            h.superseded = true;
+            locks = makeLocks(c);
+            const resumed = locks.resume({ name: h.name, owner: h.lease.owner, fence: h.lease.fence });
+            held.push({ client: c, lease: resumed, name: h.name, superseded: false });
             await bounded("resumed heartbeat", bound(0), () => resumed.heartbeat());
             received.push({ at: performance.now(), owner: resumed.owner, fence: resumed.fence, name: h.name, how: "resume" });
             sample("after resume");
-          } catch (error) {
-            if (!(error instanceof LockLostError)) unexpected("resumed heartbeat", error);
-          }
+          });
           break;
-        }
         case "write": {
           const h = pick(step.lease);
           if (!h || h.lease.remainingMs() <= 0) break;
