@@ -36,7 +36,10 @@ export interface Locks {
   tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null>;
   /** Runs `fn` under the lock and releases it afterwards, whether `fn` returned or threw. */
   withLock<T>(name: string, fn: (lease: Lease) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
-  /** Continues a lease taken in another invocation; call heartbeat() to confirm it. */
+  /**
+   * Continues a lease taken in another invocation; call heartbeat() to confirm it. It is the
+   * same hold, not one more: release the resumed lease or the original, never both.
+   */
   resume(held: HeldLease): Lease;
   inspect(name: string): Promise<LockState>;
 }

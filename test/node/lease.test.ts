@@ -155,6 +155,20 @@ describe("validity on the client", () => {
     expect(await resumed.release()).toBe("released");
   });
 
+  it("resumes the same hold: a reentrant join needs its own release, a resumed copy does not", async () => {
+    const prefix = uniquePrefix("resume-holds");
+    const locks = createLocks({ redis: upstash(), prefix });
+    const first = await locks.acquire("job");
+    const joined = await locks.acquire("job", { owner: first.owner });
+    const resumed = locks.resume({ name: first.name, owner: first.owner, fence: first.fence });
+    expect(await locks.inspect("job")).toMatchObject({ held: true, holds: 2 });
+    // Releasing the resumed copy gives back first's hold; releasing first too gives back joined's.
+    expect(await resumed.release()).toBe("released");
+    expect(await first.release()).toBe("released");
+    expect(await locks.inspect("job")).toMatchObject({ held: false, holds: 0 });
+    await expect(joined.heartbeat()).rejects.toBeInstanceOf(LockLostError);
+  });
+
   it("keeps the owner token out of logs", async () => {
     const lease = await createLocks({ redis: upstash(), prefix: uniquePrefix("log") }).acquire("job");
     expect(JSON.stringify(lease)).not.toContain(lease.owner);
