@@ -1,4 +1,4 @@
-import { StaleFenceError } from "./errors.ts";
+import { LockConfigError, StaleFenceError } from "./errors.ts";
 import type { SqlValue } from "./fenced-sql/expression.ts";
 import { buildClaim, buildWrite, type Built, type FencedClaim, type FencedWrite, type Placeholders } from "./fenced-sql/statements.ts";
 
@@ -35,7 +35,8 @@ export interface FencedSqlOptions {
  * Writes a row iff `fence` is at least the highest fence the row has seen, decided by the
  * database in one statement. A stale fence throws StaleFenceError (the caller's lease is gone,
  * its work must stop); a failed `where` guard or a missing row is returned, not thrown.
- * Bad names, values or fences throw LockConfigError before anything is sent.
+ * Bad names, values or fences throw LockConfigError before anything is sent; so, after a
+ * statement that changed nothing, do a key that matches several rows and a NULL fence column.
  *
  * @example
  * // once: CREATE TABLE events (id TEXT PRIMARY KEY, remaining INTEGER NOT NULL, fence BIGINT NOT NULL DEFAULT 0)
@@ -70,9 +71,14 @@ async function execute(db: SqlDatabase, built: Built): Promise<FencedSqlOutcome>
   // The statement above already decided, atomically; this separate read only explains the
   // refusal. A row's fence never goes down, so a fence above ours here was above it then or
   // has passed it since: either way the caller's fence is stale now.
-  const row = await db.prepare(report.text).bind(...report.params).first<{ fence: unknown }>();
-  if (row === null) return { accepted: false, reason: "missing" };
-  const highest = Number(row.fence); // Postgres drivers return BIGINT as a string
+  const row = await db.prepare(report.text).bind(...report.params).first<{ rows: unknown; fence: unknown }>();
+  // Postgres drivers return COUNT and BIGINT as strings.
+  const rows = Number(row?.rows ?? 0);
+  if (rows === 0) return { accepted: false, reason: "missing" };
+  if (rows > 1) throw new LockConfigError("fenced row", [`${built.resource}: the key matches ${rows} rows; use a primary or unique key`]);
+  // NULL compares as neither above nor below a fence: every write would be refused as "guard".
+  if (row?.fence === null) throw new LockConfigError("fenced row", [`${built.resource}: its fence is NULL; declare the column "fence BIGINT NOT NULL DEFAULT 0"`]);
+  const highest = Number(row?.fence);
   if (highest > built.fence) throw new StaleFenceError(built.resource, built.fence, highest);
   return { accepted: false, reason: "guard" };
 }

@@ -14,7 +14,7 @@ export interface SqlStatement {
 /** One row of a table with a `fence BIGINT NOT NULL DEFAULT 0` column, found by its primary or unique key. */
 export interface FencedRow {
   table: string;
-  /** Column(s) and value(s) of the row's key, e.g. `{ id: "evt-1" }`; must be the primary key or unique for upserts. */
+  /** Column(s) and value(s) of the row's primary or unique key, e.g. `{ id: "evt-1" }`; a key matching several rows writes nothing. */
   key: Record<string, SqlValue>;
   /** The lease's fence: the write applies iff it is at least the highest fence the row has seen. */
   fence: number;
@@ -44,7 +44,7 @@ export interface FencedClaim extends FencedRow {
 /** A statement plus what the runner needs to explain a refusal. */
 export interface Built {
   statement: SqlStatement;
-  /** Reads the row's fence; run only after a refusal, to tell stale from guard from missing. */
+  /** Counts the key's rows and reads their fence; run only after a refusal, to tell stale from guard from missing. */
   report: SqlStatement;
   resource: string;
   fence: number;
@@ -118,7 +118,10 @@ function update(row: Row, set: [string, SqlValue | SqlExpression][], where: SqlE
   const { params, bind } = binder(p);
   const value = (v: SqlValue | SqlExpression) => (isSqlExpression(v) ? `(${renderExpression(v, bind)})` : bind(v));
   const assignments = set.map(([column, v]) => `${column} = ${value(v)}, `).join("");
-  let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bind(row.fence)} WHERE ${match(row, bind)} AND ${FENCE} <= ${bind(row.fence)}`;
+  // Fenced per row, so a key matching several rows would write under a fence one of them saw
+  // exceeded: such a key writes nothing, and the report says why.
+  let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bind(row.fence)} WHERE ${match(row, bind)} AND ${FENCE} <= ${bind(row.fence)}` +
+    ` AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
   if (where !== undefined) text += ` AND (${renderExpression(where, bind)})`;
   return { text, params };
 }
@@ -145,7 +148,7 @@ function match(row: Row, bind: (value: SqlValue) => string): string {
 
 function report(row: Row, p: Placeholders): SqlStatement {
   const { params, bind } = binder(p);
-  return { text: `SELECT ${FENCE} FROM ${row.table} WHERE ${match(row, bind)}`, params };
+  return { text: `SELECT COUNT(*) AS "rows", MAX(${FENCE}) AS ${FENCE} FROM ${row.table} WHERE ${match(row, bind)}`, params };
 }
 
 /** Refuses keys the statement would ignore: a misspelled `where` must not drop the guard. */

@@ -152,6 +152,33 @@ describe("fenced SQL on real SQLite (D1 in workerd)", () => {
     expect(await rows(t)).toEqual([{ id: "r", value: "by C", remaining: 0, fence: F + 3 }]);
   });
 
+  // Each row is fenced on its own: a key matching a row that saw F and one that saw F + 200 would
+  // take F + 100 on the first. Such a key is a mistake, so it writes nothing and says so.
+  it("refuses a key that matches several rows, whatever the fence, and writes none of them", async () => {
+    const t = await table({ id: "a", value: "g", fence: F }, { id: "b", value: "g", fence: F + 200 });
+    const several = (fence: number): RpcRequest =>
+      ({ op: "write", write: { table: t, key: { value: "g" }, set: { remaining: 1 }, fence } });
+    for (const fence of [F + 100, F + 300]) {
+      expect((await refused(several(fence), "LockConfigError")).message).toMatch(/matches 2 rows; use a primary or unique key/);
+    }
+    await refused({ op: "claim", claim: { table: t, key: { value: "g" }, fence: F + 300 } }, "LockConfigError");
+    expect(await rows(t)).toEqual([
+      { id: "a", value: "g", remaining: 0, fence: F },
+      { id: "b", value: "g", remaining: 0, fence: F + 200 },
+    ]);
+  });
+
+  it("says so when the fence column is NULL (added without NOT NULL DEFAULT 0), rather than 'guard'", async () => {
+    await ok({ op: "exec", statements: [
+      'CREATE TABLE "nullfence" (id TEXT PRIMARY KEY, value TEXT, remaining INTEGER NOT NULL DEFAULT 0, fence BIGINT)',
+      `INSERT INTO "nullfence" (id, value) VALUES ('r', 'old')`,
+    ] });
+    for (const request of [write("nullfence", "r", "new", F), write("nullfence", "r", "new", F, true), claim("nullfence", "r", F)]) {
+      expect((await refused(request, "LockConfigError")).message).toMatch(/nullfence\/r: its fence is NULL; .*NOT NULL DEFAULT 0/);
+    }
+    expect(await rows("nullfence")).toEqual([{ id: "r", value: "old", remaining: 0, fence: null }]);
+  });
+
   it("decrements stock under a guard: never below zero, stale decrements refused, quantities bound", async () => {
     const t = await table({ id: "evt", remaining: 3, fence: F });
     expect(await ok(decrement(t, "evt", 1, F + 10))).toEqual({ accepted: true });
@@ -230,12 +257,13 @@ describe("fenced SQL text", () => {
   it("renders Postgres placeholders $1..$n in the order the parameters appear", () => {
     expect(fencedWriteSql(ticket, "$n")).toEqual({
       text: 'UPDATE "events" SET "sold_to" = $1, "remaining" = (remaining - $2), "fence" = $3 ' +
-        `WHERE "id" = $4 AND "fence" <= $5 AND (remaining >= $6 AND status = 'open')`,
-      params: ["ada", 2, F, "evt-1", F, 2],
+        'WHERE "id" = $4 AND "fence" <= $5 AND (SELECT COUNT(*) FROM "events" WHERE "id" = $6) = 1 ' +
+        `AND (remaining >= $7 AND status = 'open')`,
+      params: ["ada", 2, F, "evt-1", F, "evt-1", 2],
     });
     expect(fencedWriteSql(ticket).text).toBe(
       'UPDATE "events" SET "sold_to" = ?, "remaining" = (remaining - ?), "fence" = ? ' +
-        `WHERE "id" = ? AND "fence" <= ? AND (remaining >= ? AND status = 'open')`,
+        `WHERE "id" = ? AND "fence" <= ? AND (SELECT COUNT(*) FROM "events" WHERE "id" = ?) = 1 AND (remaining >= ? AND status = 'open')`,
     );
   });
 
@@ -248,7 +276,8 @@ describe("fenced SQL text", () => {
       params: ["t1", 7, "hi", F],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F }, "$n")).toEqual({
-      text: 'UPDATE "docs" SET "fence" = $1 WHERE "id" = $2 AND "fence" <= $3', params: [F, 7, F],
+      text: 'UPDATE "docs" SET "fence" = $1 WHERE "id" = $2 AND "fence" <= $3 AND (SELECT COUNT(*) FROM "docs" WHERE "id" = $4) = 1',
+      params: [F, 7, F, 7],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F, upsert: true }).text).toBe(
       'INSERT INTO "docs" ("id", "fence") VALUES (?, ?) ON CONFLICT ("id") DO UPDATE SET "fence" = excluded."fence" ' +
