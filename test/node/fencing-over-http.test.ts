@@ -152,6 +152,23 @@ describe("fencedFetch", () => {
     expect([seen[1]?.get("Authorization"), seen[1]?.get("X-Trace"), seen[1]?.get("Fencing-Token")]).toEqual([null, "1", String(lease.fence)]);
   });
 
+  it("aborts when the Request's own signal aborts, as fetch does, not only when the lease is lost", async () => {
+    const { locks } = blobService();
+    const lease = await locks.acquire("invoice-45");
+    // As fetch does: the request ends when its signal aborts.
+    const hang = (): typeof fetch => (input, init) => new Promise((_, reject) => {
+      const { signal } = new Request(input, init);
+      signal.addEventListener("abort", () => reject(signal.reason));
+    });
+    const clientLeft = new AbortController();
+    const request = new Request("http://blobs.test/blobs/invoice-45", { method: "PUT", body: "v", signal: clientLeft.signal });
+    const outcome = withFetch(hang, () => fencedFetch(lease, request).catch((e: unknown) => e));
+    clientLeft.abort(new Error("the client went away"));
+    expect(await outcome).toMatchObject({ message: "the client went away" });
+    expect(lease.signal.aborted).toBe(false);
+    await lease.release();
+  });
+
   it("aborts the request when the lease is gone", async () => {
     const { locks } = blobService();
     const lease = await locks.acquire("invoice-43");
