@@ -1,10 +1,9 @@
 import { LockTimeoutError, LockUnavailableError } from "./errors.ts";
 import { guardOptionsSchema } from "./guard-options.ts";
-import { checkName } from "./keys.ts";
 import type { Lease } from "./lease.ts";
 import type { Locks } from "./locks.ts";
 import { parseOptions } from "./options.ts";
-import { badNameProblem, problemResponse, type Problem } from "./problem.ts";
+import { problemResponse, requestedName, type Problem } from "./problem.ts";
 
 /** The part of a Workers ExecutionContext a guard needs. */
 export interface WaitUntil {
@@ -43,19 +42,16 @@ export interface Refusal {
 
 /**
  * Takes the lock for one request, or says why not: a name the request made unusable (400),
- * busy (423) or Redis unreachable (503). No name at all is a routing mistake, thrown.
+ * busy (423) or Redis unreachable (503). No name at all is the app's mistake, thrown.
  */
 export async function enterGuard(
   locks: Locks,
-  name: string,
+  requested: unknown,
   { waitMs, leaseMs, wake }: GuardSettings,
   signal: AbortSignal | undefined,
 ): Promise<Lease | Refusal> {
-  try {
-    if (name) checkName(name);
-  } catch (error) {
-    return { problem: badNameProblem(error as Error), headers: {} };
-  }
+  const name = requestedName(requested, "lock name");
+  if (typeof name !== "string") return { problem: name, headers: {} };
   try {
     return await locks.acquire(name, { waitMs, leaseMs, wake, signal });
   } catch (error) {

@@ -13,7 +13,11 @@ export type LockGuardEnv<E extends Env> = E & { Variables: LockVariables };
 export interface LockGuardOptions<E extends Env = Env> {
   /** The lock set, or a function of the context (on Workers, Redis credentials arrive in c.env). */
   locks: Locks | ((c: Context<LockGuardEnv<E>>) => Locks);
-  /** The lock a request needs, e.g. `(c) => \`order:${c.req.param("id")}\``. */
+  /**
+   * The lock a request needs, e.g. `(c) => \`order:${c.req.param("id")}\``. A name the request
+   * made unusable ("" from `?job=`, too long) is answered 400; undefined is a mistake in the app
+   * (500): for a name that a request may leave out, return `c.req.query("job") ?? ""`.
+   */
   name: (c: Context<LockGuardEnv<E>>) => string | undefined;
   /** How long to wait for a busy lock before answering 423 (default 0: answer at once). */
   waitMs?: number;
@@ -52,10 +56,9 @@ export function lockGuard<E extends Env = Env>(
   const { locks, name, onLocked = refusalResponse } = options;
   return async function lockGuard(c, next) {
     const lockSet = typeof locks === "function" ? locks(c) : locks;
-    // An undefined name is a routing mistake: acquire() rejects the empty name.
     // The request's signal matters only while waiting, and reading it makes Deno print a warning.
     const signal = settings.waitMs > 0 ? c.req.raw.signal : undefined;
-    const entered = await enterGuard(lockSet, name(c) ?? "", settings, signal);
+    const entered = await enterGuard(lockSet, name(c), settings, signal);
     if (!(entered instanceof Lease)) return onLocked(c, entered);
     c.set("lease", entered);
     const ctx = executionContext(c);

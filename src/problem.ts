@@ -1,3 +1,6 @@
+import { LockConfigError } from "./errors.ts";
+import { checkName } from "./keys.ts";
+
 /** An RFC 9457 problem document, as fencelock's HTTP helpers answer errors. */
 export interface Problem {
   type: string;
@@ -26,7 +29,18 @@ export function staleFenceProblem(
     fence: error.fence, highestFence: error.highestFence };
 }
 
-/** The 400 for a lock or resource name that a request made unusable (too long, say). */
-export function badNameProblem(error: Error): Problem {
-  return { type: "urn:fencelock:problem:bad-name", title: "Unusable name", status: 400, detail: error.message };
+/**
+ * The lock or resource name a request asks for, from the app's name function. One the request
+ * made unusable (empty, too long) is the client's to fix: a 400 problem. No string at all (a
+ * route without that parameter, an async function) is the app's mistake: thrown, a 500.
+ */
+export function requestedName(name: unknown, what: string): string | Problem {
+  if (typeof name !== "string") {
+    throw new LockConfigError(what, [`its function returned ${typeof name}; return a string ("" when the request has none)`]);
+  }
+  try {
+    return checkName(name, what);
+  } catch (error) {
+    return { type: "urn:fencelock:problem:bad-name", title: "Unusable name", status: 400, detail: (error as Error).message };
+  }
 }

@@ -4,9 +4,8 @@ import { LockUnavailableError, StaleFenceError } from "./errors.ts";
 import { FENCE_HEADER, parseFenceHeader } from "./fence.ts";
 import type { FencedStore } from "./fenced-store.ts";
 import { aFunction, hasMethod, optionalFunction } from "./guard-options.ts";
-import { checkName } from "./keys.ts";
 import { parseOptions } from "./options.ts";
-import { badNameProblem, problemResponse, staleFenceProblem, type Problem } from "./problem.ts";
+import { problemResponse, requestedName, staleFenceProblem, type Problem } from "./problem.ts";
 
 /** What requireFence() puts on the context: `c.get("fence")`. */
 export type FenceVariables = { fence: number };
@@ -18,7 +17,7 @@ export type RequireFenceEnv<E extends Env> = E & { Variables: FenceVariables };
 export interface RequireFenceOptions<E extends Env = Env> {
   /** The fenced store whose resources this route writes. */
   store: FencedStore;
-  /** The resource a request writes, e.g. `(c) => c.req.param("id")`. */
+  /** The resource a request writes, e.g. `(c) => c.req.param("id")`; unusable: 400, undefined: 500 (see lockGuard's name). */
   resource: (c: Context<RequireFenceEnv<E>>) => string | undefined;
   /** Register the fence at the store before the handler runs (default true): see "claim" in the README. */
   claim?: boolean;
@@ -55,14 +54,8 @@ export function requireFence<E extends Env = Env>(
   return async function requireFence(c, next) {
     const parsed = parseFenceHeader(c.req.header(FENCE_HEADER));
     if (!parsed.ok) return onProblem(c, headerProblem(parsed.problem));
-    // An undefined resource is a routing mistake: the store rejects the empty name (a 500). One
-    // the request made unusable, too long say, is the client's to fix: a 400.
-    const name = resource(c) ?? "";
-    try {
-      if (name) checkName(name, "resource name");
-    } catch (error) {
-      return onProblem(c, badNameProblem(error as Error));
-    }
+    const name = requestedName(resource(c), "resource name");
+    if (typeof name !== "string") return onProblem(c, name);
     try {
       if (claim) await store.claim(name, parsed.fence);
       c.set("fence", parsed.fence);

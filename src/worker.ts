@@ -8,7 +8,7 @@ export type { Refusal, WaitUntil } from "./guard.ts";
 export interface GuardFetchOptions<Env> {
   /** The lock set for this environment, e.g. built from env.UPSTASH_REDIS_REST_URL / _TOKEN. */
   locks: (env: Env) => Locks;
-  /** The lock a request needs; e.g. `(request) => new URL(request.url).pathname`. */
+  /** The lock a request needs; e.g. `(request) => new URL(request.url).pathname`. Unusable: 400; undefined: 500 (see lockGuard). */
   name: (request: Request, env: Env) => string | undefined;
   /** How long to wait for a busy lock before answering 423 (default 0). */
   waitMs?: number;
@@ -48,7 +48,7 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
   if (typeof handler !== "function") throw new LockConfigError("guardFetch", ["expected a handler function as the second argument"]);
   return async function guardedFetch(request, env, ctx) {
     const signal = settings.waitMs > 0 ? request.signal : undefined;
-    const entered = await enterGuard(locks(env), name(request, env) ?? "", settings, signal);
+    const entered = await enterGuard(locks(env), name(request, env), settings, signal);
     if (!(entered instanceof Lease)) return onLocked(request, entered);
     let response: Response;
     try {

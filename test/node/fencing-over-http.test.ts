@@ -63,6 +63,15 @@ describe("requireFence", () => {
     expect(await res.json()).toMatchObject({ status: 400, detail: expect.stringMatching(/over the limit of 512/) });
   });
 
+  it("answers 400 to an empty resource name from the request, and claims nothing", async () => {
+    const store = createFencedStore({ redis: upstash(), prefix: uniquePrefix("blobs-empty") });
+    const app = new Hono<{ Variables: FenceVariables }>();
+    app.put("/blobs", requireFence({ store, resource: (c) => c.req.query("key") ?? "" }), (c) => c.text("ran"));
+    const res = await app.request("/blobs?key=", { method: "PUT", headers: { "Fencing-Token": "1700000000000001" } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ title: "Unusable name", detail: expect.stringMatching(/resource name: must not be empty/) });
+  });
+
   it("answers 400 to a fence from the future, which would otherwise lock every honest holder out", async () => {
     const { app, locks, store } = blobService();
     // Fences are server time in µs: no lease mints one an hour ahead of now.

@@ -30,6 +30,15 @@ describe("guardFetch", () => {
     expect((await locks.inspect("report")).held).toBe(false);
   });
 
+  it("answers 400 to an empty name from the request, as lockGuard does", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-fetch-empty") });
+    const handler = guardFetch({ locks: () => locks, name: (request) => new URL(request.url).searchParams.get("job") ?? "" }, () =>
+      new Response("ran"));
+    const response = await handler(new Request("http://localhost/run?job="), {}, { waitUntil: () => undefined });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ title: "Unusable name", detail: expect.stringMatching(/must not be empty/) });
+  });
+
   it("holds the lock until a streamed body has been sent, and keeps the lease's signal live meanwhile", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-body") });
     const pending: Promise<unknown>[] = [];

@@ -96,6 +96,26 @@ describe("lockGuard", () => {
     expect(await response.json()).toMatchObject({ status: 400, detail: expect.stringMatching(/over the limit of 512/) });
   });
 
+  it("answers 400 to an empty name from the request, and treats a name function that returns no string as the app's bug", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-empty") });
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.onError((error, c) => c.json({ error: error.message }, 500));
+    app.post("/jobs", lockGuard({ locks, name: (c) => c.req.query("job") ?? "" }), (c) => c.text("ran"));
+    // An async name function: it returns a Promise, which no request can fix.
+    const asyncName = (async () => "job") as unknown as () => string;
+    app.post("/async", lockGuard({ locks, name: asyncName }), (c) => c.text("ran"));
+    app.post("/typo", lockGuard({ locks, name: (c) => c.req.param("id") }), (c) => c.text("ran"));
+    const empty = await app.request("/jobs?job=", { method: "POST" });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ title: "Unusable name", detail: expect.stringMatching(/must not be empty/) });
+    expect((await app.request("/jobs", { method: "POST" })).status).toBe(400);
+    for (const [path, got] of [["/async", "object"], ["/typo", "undefined"]] as const) {
+      const response = await app.request(path, { method: "POST" });
+      expect(response.status).toBe(500);
+      expect(await response.json()).toEqual({ error: `Invalid lock name: its function returned ${got}; return a string ("" when the request has none)` });
+    }
+  });
+
   it("lets the lock go after a HEAD request to a guarded GET route", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-head") });
     const app = new Hono<{ Variables: LockVariables }>();
