@@ -69,7 +69,8 @@ export function lockGuard<E extends Env = Env>(
       throw error;
     }
     // Hono turns a handler's error into c.error and an error response (no work left to guard).
-    if (c.error) await leaveGuard(entered, ctx, settings.release);
+    // A handler that returned no Response is an error too, Hono's own, once c.res is left alone.
+    if (c.error || !c.finalized) await leaveGuard(entered, ctx, settings.release);
     else c.res = await leaveWhenSent(c.res, entered, ctx, settings.release, c.req.method);
   };
 }

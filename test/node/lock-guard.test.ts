@@ -116,6 +116,19 @@ describe("lockGuard", () => {
     }
   });
 
+  it("leaves a handler that forgot to return its Response failing, as without the guard, and lets the lock go", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-no-response") });
+    const app = new Hono<{ Variables: LockVariables }>();
+    const forgotReturn = (c: { text: (text: string) => Response }) => void c.text("paid");
+    // Behind any middleware Hono answers this 500 "Context is not finalized" (alone, 404).
+    app.post("/plain", async (_c, next) => void (await next()), forgotReturn as never);
+    app.post("/guarded", lockGuard({ locks, name: () => "pay" }), forgotReturn as never);
+    const [plain, guarded] = [await app.request("/plain", { method: "POST" }), await app.request("/guarded", { method: "POST" })];
+    expect(plain.status).toBe(500);
+    expect([guarded.status, await guarded.text()]).toEqual([plain.status, await plain.text()]);
+    expect((await locks.inspect("pay")).held).toBe(false);
+  });
+
   it("lets the lock go after a HEAD request to a guarded GET route", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-head") });
     const app = new Hono<{ Variables: LockVariables }>();
