@@ -60,12 +60,21 @@ export const ownerToken = z.string("expected lease.owner: 32 hex characters").ch
   z.regex(/^[0-9a-f]{32}$/, "expected lease.owner: 32 hex characters"),
 );
 
-export const acquireOptionsSchema = z.strictObject({
-  waitMs: z.optional(ms(0, 600_000)),
+/** What tryAcquire() takes; acquire() takes these too. */
+const attemptOptions = {
   leaseMs: z.optional(ms(100, 3_600_000)),
   /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
   owner: z.optional(ownerToken),
   signal: z.optional(z.custom<AbortSignal>((v) => v instanceof AbortSignal, "expected an AbortSignal")),
+};
+
+export const tryAcquireOptionsSchema = z.strictObject(attemptOptions, "expected an options object");
+
+export type TryAcquireOptions = z.input<typeof tryAcquireOptionsSchema>;
+
+export const acquireOptionsSchema = z.strictObject({
+  waitMs: z.optional(ms(0, 600_000)),
+  ...attemptOptions,
   /**
    * "push" waits on a SUBSCRIBE stream, and the holder's release hands the lock straight to the
    * first push waiter in line; "poll" (default) backs off and looks again.
@@ -88,7 +97,3 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   }
   return issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message;
 }
-
-export const tryAcquireOptionsSchema = z.omit(acquireOptionsSchema, { waitMs: true, wake: true });
-
-export type TryAcquireOptions = z.input<typeof tryAcquireOptionsSchema>;
