@@ -35,8 +35,8 @@ export interface FencedSqlOptions {
  * Writes a row iff `fence` is at least the highest fence the row has seen, decided by the
  * database in one statement. A stale fence throws StaleFenceError (the caller's lease is gone,
  * its work must stop); a failed `where` guard or a missing row is returned, not thrown.
- * Bad names, values or fences throw LockConfigError before anything is sent; so, after a
- * statement that changed nothing, do a key that matches several rows and a NULL fence column.
+ * Bad names, values or fences throw LockConfigError before anything is sent; a key that
+ * matches several rows throws it after a statement that wrote none of them.
  *
  * @example
  * // once: CREATE TABLE events (id TEXT PRIMARY KEY, remaining INTEGER NOT NULL, fence BIGINT NOT NULL DEFAULT 0)
@@ -75,9 +75,7 @@ async function execute(db: SqlDatabase, built: Built): Promise<FencedSqlOutcome>
   // Postgres drivers return COUNT and BIGINT as strings.
   const rows = Number(row?.rows ?? 0);
   if (rows === 0) return { accepted: false, reason: "missing" };
-  if (rows > 1) throw new LockConfigError("fenced row", [`${built.resource}: the key matches ${rows} rows; use a primary or unique key`]);
-  // NULL compares as neither above nor below a fence: every write would be refused as "guard".
-  if (row?.fence === null) throw new LockConfigError("fenced row", [`${built.resource}: its fence is NULL; declare the column "fence BIGINT NOT NULL DEFAULT 0"`]);
+  if (rows > 1) throw new LockConfigError("fenced row key", [`${built.resource} matches ${rows} rows; use a primary or unique key`]);
   const highest = Number(row?.fence);
   if (highest > built.fence) throw new StaleFenceError(built.resource, built.fence, highest);
   return { accepted: false, reason: "guard" };

@@ -14,7 +14,7 @@ export interface SqlStatement {
 /** One row of a table with a `fence BIGINT NOT NULL DEFAULT 0` column, found by its primary or unique key. */
 export interface FencedRow {
   table: string;
-  /** Column(s) and value(s) of the row's primary or unique key, e.g. `{ id: "evt-1" }`; a key matching several rows writes nothing. */
+  /** Column(s) and value(s) of the row's primary or unique key, e.g. `{ id: "evt-1" }`: a key that matches several rows writes none. */
   key: Record<string, SqlValue>;
   /** The lease's fence: the write applies iff it is at least the highest fence the row has seen. */
   fence: number;
@@ -44,7 +44,7 @@ export interface FencedClaim extends FencedRow {
 /** A statement plus what the runner needs to explain a refusal. */
 export interface Built {
   statement: SqlStatement;
-  /** Counts the key's rows and reads their fence; run only after a refusal, to tell stale from guard from missing. */
+  /** Counts the key's rows and reads their fence; run only after a refusal, to tell why. */
   report: SqlStatement;
   resource: string;
   fence: number;
@@ -118,10 +118,10 @@ function update(row: Row, set: [string, SqlValue | SqlExpression][], where: SqlE
   const { params, bind } = binder(p);
   const value = (v: SqlValue | SqlExpression) => (isSqlExpression(v) ? `(${renderExpression(v, bind)})` : bind(v));
   const assignments = set.map(([column, v]) => `${column} = ${value(v)}, `).join("");
-  // Fenced per row, so a key matching several rows would write under a fence one of them saw
-  // exceeded: such a key writes nothing, and the report says why.
-  let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bind(row.fence)} WHERE ${match(row, bind)} AND ${FENCE} <= ${bind(row.fence)}` +
-    ` AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
+  // Fenced row by row, a key that matched several rows could write one under a fence another
+  // has seen exceeded: such a key writes none (the report says why). A NULL fence counts as 0.
+  let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bind(row.fence)} WHERE ${match(row, bind)}` +
+    ` AND COALESCE(${FENCE}, 0) <= ${bind(row.fence)} AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
   if (where !== undefined) text += ` AND (${renderExpression(where, bind)})`;
   return { text, params };
 }
@@ -138,7 +138,7 @@ function upsert(row: Row, set: [string, SqlValue][], p: Placeholders): SqlStatem
   const updates = [...set.map(([c]) => c), FENCE].map((c) => `${c} = excluded.${c}`).join(", ");
   const text = `INSERT INTO ${row.table} (${columns.map(([c]) => c).join(", ")}) VALUES (${values}) ` +
     `ON CONFLICT (${row.key.map(([c]) => c).join(", ")}) DO UPDATE SET ${updates} ` +
-    `WHERE ${row.table}.${FENCE} <= excluded.${FENCE}`;
+    `WHERE COALESCE(${row.table}.${FENCE}, 0) <= excluded.${FENCE}`;
   return { text, params };
 }
 

@@ -159,7 +159,7 @@ describe("fenced SQL on real SQLite (D1 in workerd)", () => {
     const several = (fence: number): RpcRequest =>
       ({ op: "write", write: { table: t, key: { value: "g" }, set: { remaining: 1 }, fence } });
     for (const fence of [F + 100, F + 300]) {
-      expect((await refused(several(fence), "LockConfigError")).message).toMatch(/matches 2 rows; use a primary or unique key/);
+      expect((await refused(several(fence), "LockConfigError")).message).toMatch(/key: .*\/g matches 2 rows; use a primary or unique key/);
     }
     await refused({ op: "claim", claim: { table: t, key: { value: "g" }, fence: F + 300 } }, "LockConfigError");
     expect(await rows(t)).toEqual([
@@ -168,15 +168,21 @@ describe("fenced SQL on real SQLite (D1 in workerd)", () => {
     ]);
   });
 
-  it("says so when the fence column is NULL (added without NOT NULL DEFAULT 0), rather than 'guard'", async () => {
+  // A fence column added without NOT NULL DEFAULT 0 leaves NULL in rows nobody fenced yet.
+  it("takes a NULL fence as 0: the first fenced write or claim is accepted, and fences the row from then on", async () => {
     await ok({ op: "exec", statements: [
       'CREATE TABLE "nullfence" (id TEXT PRIMARY KEY, value TEXT, remaining INTEGER NOT NULL DEFAULT 0, fence BIGINT)',
-      `INSERT INTO "nullfence" (id, value) VALUES ('r', 'old')`,
+      `INSERT INTO "nullfence" (id, value) VALUES ('a', 'old'), ('b', 'old'), ('c', 'old')`,
     ] });
-    for (const request of [write("nullfence", "r", "new", F), write("nullfence", "r", "new", F, true), claim("nullfence", "r", F)]) {
-      expect((await refused(request, "LockConfigError")).message).toMatch(/nullfence\/r: its fence is NULL; .*NOT NULL DEFAULT 0/);
-    }
-    expect(await rows("nullfence")).toEqual([{ id: "r", value: "old", remaining: 0, fence: null }]);
+    expect(await ok(write("nullfence", "a", "new", F))).toEqual({ accepted: true });
+    expect(await ok(write("nullfence", "b", "new", F, true))).toEqual({ accepted: true });
+    expect(await ok(claim("nullfence", "c", F))).toEqual({ accepted: true });
+    for (const id of ["a", "b", "c"]) await refused(write("nullfence", id, "stale", F - 1), "StaleFenceError");
+    expect(await rows("nullfence")).toEqual([
+      { id: "a", value: "new", remaining: 0, fence: F },
+      { id: "b", value: "new", remaining: 0, fence: F },
+      { id: "c", value: "old", remaining: 0, fence: F },
+    ]);
   });
 
   it("decrements stock under a guard: never below zero, stale decrements refused, quantities bound", async () => {
@@ -257,13 +263,14 @@ describe("fenced SQL text", () => {
   it("renders Postgres placeholders $1..$n in the order the parameters appear", () => {
     expect(fencedWriteSql(ticket, "$n")).toEqual({
       text: 'UPDATE "events" SET "sold_to" = $1, "remaining" = (remaining - $2), "fence" = $3 ' +
-        'WHERE "id" = $4 AND "fence" <= $5 AND (SELECT COUNT(*) FROM "events" WHERE "id" = $6) = 1 ' +
+        'WHERE "id" = $4 AND COALESCE("fence", 0) <= $5 AND (SELECT COUNT(*) FROM "events" WHERE "id" = $6) = 1 ' +
         `AND (remaining >= $7 AND status = 'open')`,
       params: ["ada", 2, F, "evt-1", F, "evt-1", 2],
     });
     expect(fencedWriteSql(ticket).text).toBe(
       'UPDATE "events" SET "sold_to" = ?, "remaining" = (remaining - ?), "fence" = ? ' +
-        `WHERE "id" = ? AND "fence" <= ? AND (SELECT COUNT(*) FROM "events" WHERE "id" = ?) = 1 AND (remaining >= ? AND status = 'open')`,
+        'WHERE "id" = ? AND COALESCE("fence", 0) <= ? AND (SELECT COUNT(*) FROM "events" WHERE "id" = ?) = 1 ' +
+        `AND (remaining >= ? AND status = 'open')`,
     );
   });
 
@@ -272,16 +279,16 @@ describe("fenced SQL text", () => {
     expect(upsert).toEqual({
       text: 'INSERT INTO "docs" ("tenant", "id", "body", "fence") VALUES ($1, $2, $3, $4) ' +
         'ON CONFLICT ("tenant", "id") DO UPDATE SET "body" = excluded."body", "fence" = excluded."fence" ' +
-        'WHERE "docs"."fence" <= excluded."fence"',
+        'WHERE COALESCE("docs"."fence", 0) <= excluded."fence"',
       params: ["t1", 7, "hi", F],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F }, "$n")).toEqual({
-      text: 'UPDATE "docs" SET "fence" = $1 WHERE "id" = $2 AND "fence" <= $3 AND (SELECT COUNT(*) FROM "docs" WHERE "id" = $4) = 1',
+      text: 'UPDATE "docs" SET "fence" = $1 WHERE "id" = $2 AND COALESCE("fence", 0) <= $3 AND (SELECT COUNT(*) FROM "docs" WHERE "id" = $4) = 1',
       params: [F, 7, F, 7],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F, upsert: true }).text).toBe(
       'INSERT INTO "docs" ("id", "fence") VALUES (?, ?) ON CONFLICT ("id") DO UPDATE SET "fence" = excluded."fence" ' +
-        'WHERE "docs"."fence" <= excluded."fence"',
+        'WHERE COALESCE("docs"."fence", 0) <= excluded."fence"',
     );
     expect(addFenceColumnSql("docs")).toBe('ALTER TABLE "docs" ADD COLUMN "fence" BIGINT NOT NULL DEFAULT 0');
   });
