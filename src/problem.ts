@@ -1,4 +1,3 @@
-import { LockConfigError } from "./errors.ts";
 import { checkName } from "./keys.ts";
 
 /** An RFC 9457 problem document, as fencelock's HTTP helpers answer errors. */
@@ -35,12 +34,10 @@ export function staleFenceProblem(
  * route without that parameter, an async function) is the app's mistake: thrown, a 500.
  */
 export function requestedName(name: unknown, what: string): string | Problem {
-  if (typeof name !== "string") {
-    throw new LockConfigError(what, [`its function returned ${typeof name}; return a string ("" when the request has none)`]);
-  }
   try {
     return checkName(name, what);
   } catch (error) {
+    if (typeof name !== "string") throw error;
     return { type: "urn:fencelock:problem:bad-name", title: "Unusable name", status: 400, detail: (error as Error).message };
   }
 }

@@ -112,7 +112,7 @@ describe("lockGuard", () => {
     for (const [path, got] of [["/async", "object"], ["/typo", "undefined"]] as const) {
       const response = await app.request(path, { method: "POST" });
       expect(response.status).toBe(500);
-      expect(await response.json()).toEqual({ error: `Invalid lock name: its function returned ${got}; return a string ("" when the request has none)` });
+      expect(await response.json()).toEqual({ error: `Invalid lock name: expected a string, got ${got}` });
     }
   });
 
