@@ -86,9 +86,8 @@ app.post("/events/:id/buy", eventLock, async (c) => {
 });
 
 app.onError((error, c) => {
-  if (error instanceof StaleFenceError) {
-    return problemResponse(staleFenceProblem(error, "This purchase's lease expired and another buyer went ahead; nothing was sold."));
-  }
+  // A purchase or a restock whose lease lapsed while another request went ahead: nothing was written.
+  if (error instanceof StaleFenceError) return problemResponse(staleFenceProblem(error));
   return c.json({ error: "internal error" }, 500);
 });
 
