@@ -42,7 +42,8 @@ export interface Refusal {
 
 /**
  * Takes the lock for one request, or says why not: a name the request made unusable (400),
- * busy (423) or Redis unreachable (503). No name at all is the app's mistake, thrown.
+ * busy, or the client gone while waiting (423), or Redis unreachable (503). No name at all is
+ * the app's mistake, thrown.
  */
 export async function enterGuard(
   locks: Locks,
@@ -57,6 +58,8 @@ export async function enterGuard(
   } catch (error) {
     if (error instanceof LockTimeoutError) return locked(error.retryAfterMs);
     if (error instanceof LockUnavailableError) return unavailable();
+    // The client stopped waiting and went away: nobody reads this answer, and it is no error.
+    if (signal?.aborted) return locked(0);
     throw error;
   }
 }

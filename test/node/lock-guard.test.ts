@@ -7,6 +7,7 @@ import { createFencedStore, createLocks, LockConfigError } from "../../src/index
 import { lockGuard, requireFence, type LockVariables } from "../../src/hono.ts";
 import { guardFetch } from "../../src/worker.ts";
 import { sleep } from "../../src/wait.ts";
+import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
 describe("lockGuard", () => {
@@ -127,6 +128,23 @@ describe("lockGuard", () => {
     expect(plain.status).toBe(500);
     expect([guarded.status, await guarded.text()]).toEqual([plain.status, await plain.text()]);
     expect((await locks.inspect("pay")).held).toBe(false);
+  });
+
+  it("answers a client that goes away while waiting without an error, and gives up its place in line", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-gone") });
+    const errors: unknown[] = [];
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.onError((error, c) => (errors.push(error), c.text("error", 500)));
+    app.post("/jobs/:id", lockGuard({ locks, name: (c) => `job:${c.req.param("id")}`, waitMs: 10_000 }), (c) => c.text("ran"));
+    const holder = await locks.acquire("job:1");
+    const client = new AbortController();
+    const response = app.request("/jobs/1", { method: "POST", signal: client.signal });
+    await until(async () => (await locks.inspect("job:1")).waiters === 1, 3_000);
+    client.abort();
+    expect((await response).status).toBe(423);
+    expect(errors).toEqual([]);
+    await until(async () => (await locks.inspect("job:1")).waiters === 0, 3_000);
+    await holder.release();
   });
 
   it("lets the lock go after a HEAD request to a guarded GET route", async () => {
