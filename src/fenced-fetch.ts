@@ -22,6 +22,8 @@ export async function fencedFetch(lease: Lease, input: string | URL | Request, i
   if (response.status === 409) {
     const problem = await response.clone().json().catch(() => null) as { type?: string; highestFence?: unknown } | null;
     if (problem?.type === STALE_FENCE_PROBLEM && typeof problem.highestFence === "number") {
+      // The caller never sees this response: its unread body would hold the connection.
+      await response.body?.cancel();
       const resource = response.url || (input instanceof Request ? input.url : String(input));
       throw new StaleFenceError(resource, lease.fence, problem.highestFence);
     }

@@ -126,9 +126,12 @@ describe("fencedFetch", () => {
     const { app, locks, store } = blobService();
     const lease = await locks.acquire("invoice-42");
     // Requests to blobs.test reach the app in-process; the store's own Redis traffic goes out as usual.
+    const served: Response[] = [];
     const toApp = (real: typeof fetch): typeof fetch => async (input, init) => {
       const request = new Request(input, init);
-      return new URL(request.url).host === "blobs.test" ? app.fetch(request) : real(request);
+      if (new URL(request.url).host !== "blobs.test") return real(request);
+      served.push(await app.fetch(request));
+      return served.at(-1) as Response;
     };
     const ok = await withFetch(toApp, () => fencedFetch(lease, "http://blobs.test/blobs/invoice-42", { method: "PUT", body: "v1" }));
     expect(ok.status).toBe(200);
@@ -140,6 +143,8 @@ describe("fencedFetch", () => {
     );
     expect(stale).toBeInstanceOf(StaleFenceError);
     expect(stale).toMatchObject({ fence: lease.fence, highestFence: lease.fence + 1 });
+    // The 409 never reaches the caller, so its body is not left unread, holding the connection.
+    expect(served.at(-1)?.bodyUsed).toBe(true);
     await lease.release();
   });
 
