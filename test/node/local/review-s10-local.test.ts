@@ -1,0 +1,141 @@
+// Review s10 of fencelock/local: each test shows one difference from Upstash or one robustness
+// problem, against the real redis-server started by the global setup (or a private one).
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
+import { localRedis } from "../../support/local-client.ts";
+import { key, rest } from "../../support/rest.ts";
+
+const base64 = { "upstash-encoding": "base64" };
+
+const cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function privateServer(redisUrl?: string): Promise<LocalUpstash> {
+  const local = await startLocalUpstash(redisUrl === undefined ? {} : { redisUrl });
+  cleanup.push(() => local.close());
+  return local;
+}
+
+/** A Lua script that keeps Redis busy for `ms`, then sets KEYS[1] and returns "finished". */
+function busyScript(ms: number): string {
+  return "local t=redis.call('TIME') local s=t[1]*1000000+t[2] " +
+    `repeat local n=redis.call('TIME') until (n[1]*1000000+n[2])-s > ${ms * 1000} ` +
+    "redis.call('SET', KEYS[1], 'done') return 'finished'";
+}
+
+describe("review s10: path commands", () => {
+  it("stores a binary POST body byte for byte, as Upstash's 'JSON or Binary Value' form does", async () => {
+    const k = key("binary-body");
+    const bytes = new Uint8Array([0xff, 0x00, 0xfe, 0x41]);
+    const { url, token } = inject("upstash");
+    const posted = await fetch(`${url}/set/${encodeURIComponent(k)}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}` },
+      body: bytes,
+    });
+    expect(posted.status).toBe(200);
+    expect((await rest("/", { body: ["STRLEN", k] })).json).toEqual({ result: 4 });
+    expect((await rest("/", { body: ["GET", k], headers: base64 })).json).toEqual({
+      result: Buffer.from(bytes).toString("base64"),
+    });
+  });
+
+  it("takes percent-encoded bytes that are not UTF-8 in a path segment as those bytes", async () => {
+    const k = key("binary-path");
+    const { status, json } = await rest(`/set/${encodeURIComponent(k)}/%FF%00%FE`);
+    expect({ status, json }).toEqual({ status: 200, json: { result: "OK" } });
+    expect((await rest("/", { body: ["GET", k], headers: base64 })).json).toEqual({ result: "/wD+" });
+  });
+
+  it("never runs a different command when the path starts with two slashes", async () => {
+    const victim = key("victim");
+    await rest("/", { body: ["SET", victim, "precious"] });
+    // `${url}/` + `/get/...`: WHATWG URL reads "//get/del/..." as host "get", path "/del/<victim>".
+    const { json } = await rest(`//get/del/${encodeURIComponent(victim)}`);
+    expect(json).not.toEqual({ result: 1 });
+    expect((await rest("/", { body: ["GET", victim] })).json).toEqual({ result: "precious" });
+  });
+
+  it("answers a 4xx JSON error, not a 500 'internal error', for the path //", async () => {
+    const { status, json } = await rest("//", { body: ["PING"] });
+    expect(json).not.toEqual({ error: expect.stringMatching(/internal error/) });
+    expect(status).toBeLessThan(500);
+  });
+});
+
+describe("review s10: replies", () => {
+  it("returns integer replies beyond 2^53 as Upstash's JSON digits would parse (INCRBY at 2^63-1)", async () => {
+    const k = key("big-int");
+    const redis = localRedis();
+    await redis.set(k, "9223372036854775807");
+    // Upstash sends the exact digits; JSON.parse rounds them to 2^63 = 9223372036854775808.
+    expect(await redis.incrby(k, 0)).toBe(JSON.parse("9223372036854775807"));
+    const raw = await fetch(`${inject("upstash").url}/`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${inject("upstash").token}` },
+      body: JSON.stringify(["INCRBY", k, 0]),
+    });
+    expect(await raw.text()).toBe('{"result":9223372036854775807}');
+  });
+});
+
+describe("review s10: browsers", () => {
+  it("answers a CORS preflight and allows the origin, as Upstash does for client-side apps", async () => {
+    const { url } = inject("upstash");
+    const preflight = await fetch(`${url}/`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "http://localhost:5173",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type,upstash-encoding",
+      },
+    });
+    expect(preflight.status).toBeLessThan(300);
+    expect(preflight.headers.get("access-control-allow-origin")).toMatch(/\*|http:\/\/localhost:5173/);
+    const answered = await rest("/", { body: ["PING"], headers: { origin: "http://localhost:5173" } });
+    expect(answered.headers.get("access-control-allow-origin")).toMatch(/\*|http:\/\/localhost:5173/);
+  });
+});
+
+describe("review s10: close()", () => {
+  it("lets a request already running finish and answer, instead of cutting its connection", async () => {
+    const local = await privateServer();
+    const k = key("in-flight");
+    const running = fetch(`${local.url}/`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${local.token}` },
+      body: JSON.stringify(["EVAL", busyScript(300), 1, k]),
+    }).then(
+      async (response) => ({ status: response.status, body: await response.text() }),
+      (error: Error & { cause?: { code?: string } }) => ({ status: 0, body: `fetch failed: ${error.cause?.code}` }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const closing = local.close();
+    // The script ran to its end either way: cutting the connection leaves the client unsure
+    // whether its write happened (and @upstash/redis retries it).
+    expect(await running).toEqual({ status: 200, body: '{"result":"finished"}' });
+    await closing;
+  });
+});
+
+describe("review s10: Redis lost mid-request", () => {
+  it("says the connection to Redis was lost, not which ioredis option refused the command", async () => {
+    const redisServer = await startRedisServer();
+    cleanup.push(() => redisServer.stop());
+    const local = await privateServer(redisServer.url);
+    const auth = { url: local.url, token: local.token };
+    const info = (await rest("/", { body: ["INFO", "server"], ...auth })).json as { result: string };
+    const pid = Number(/process_id:(\d+)/.exec(info.result)?.[1]);
+    const inFlight = rest("/", { body: ["EVAL", busyScript(500), 1, key("lost")], ...auth });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    process.kill(pid, "SIGKILL");
+    const lost = await inFlight;
+    const after = await rest("/", { body: ["PING"], ...auth });
+    for (const { status, json } of [lost, after]) {
+      expect(status).toBe(503);
+      expect((json as { error: string }).error).not.toMatch(/maxRetriesPerRequest|enableOfflineQueue|Stream isn't writeable/);
+    }
+  });
+});
