@@ -1,7 +1,13 @@
 // Review s10 of fencelock/local: each test shows one difference from Upstash or one robustness
 // problem, against the real redis-server started by the global setup (or a private one).
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { createServer, type Socket } from "node:net";
+import { fileURLToPath } from "node:url";
+import { Redis as IORedis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
+import { freePort } from "../../../src/local/free-port.ts";
 import { localRedis } from "../../support/local-client.ts";
 import { key, rest } from "../../support/rest.ts";
 
@@ -138,4 +144,86 @@ describe("review s10: Redis lost mid-request", () => {
       expect((json as { error: string }).error).not.toMatch(/maxRetriesPerRequest|enableOfflineQueue|Stream isn't writeable/);
     }
   });
+});
+
+describe("review s10: a Redis that does not answer", () => {
+  it("startLocalUpstash settles within a few seconds when redisUrl accepts connections but never replies", async () => {
+    // A paused redis-server, a dead port-forward, or some other service on that port.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket.on("data", () => undefined)));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    cleanup.push(async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    });
+    const port = (silent.address() as { port: number }).port;
+    const outcome = await Promise.race([
+      startLocalUpstash({ redisUrl: `redis://127.0.0.1:${port}` }).then(
+        async (local) => {
+          await local.close();
+          return "started";
+        },
+        (error: Error) => error.name,
+      ),
+      new Promise((resolve) => setTimeout(() => resolve("still pending after 5 s"), 5_000)),
+    ]);
+    expect(outcome).toBe("RedisUnavailableError");
+  }, 15_000);
+
+  it("answers a request with a 5xx within 10 s while redis-server is stopped (SIGSTOP), rather than never", async () => {
+    const redisServer = await startRedisServer();
+    cleanup.push(() => redisServer.stop());
+    const local = await privateServer(redisServer.url);
+    const auth = { url: local.url, token: local.token };
+    const info = (await rest("/", { body: ["INFO", "server"], ...auth })).json as { result: string };
+    const pid = Number(/process_id:(\d+)/.exec(info.result)?.[1]);
+    process.kill(pid, "SIGSTOP");
+    cleanup.push(async () => void process.kill(pid, "SIGCONT"));
+    const started = performance.now();
+    const outcome = await fetch(`${local.url}/`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${local.token}` },
+      body: JSON.stringify(["GET", key("paused")]),
+      signal: AbortSignal.timeout(10_000),
+    }).then((response) => response.status, (error: Error) => error.name);
+    // Today the fetch is still waiting when its 10 s run out ("TimeoutError"), and would wait for good.
+    expect(typeof outcome === "number" && outcome >= 500 ? "5xx" : outcome).toBe("5xx");
+    expect(performance.now() - started).toBeLessThan(10_000);
+  }, 20_000);
+});
+
+describe("review s10: why Redis could not be used at startup", () => {
+  it("names the refused connection, not just 'Connection is closed.'", async () => {
+    const port = await freePort();
+    const failure = await startLocalUpstash({ redisUrl: `redis://127.0.0.1:${port}` }).catch((error: Error) => error);
+    expect((failure as Error).message).toMatch(/ECONNREFUSED|refused/i);
+  });
+
+  it("names the authentication failure of a password-protected Redis", async () => {
+    const redisServer = await startRedisServer();
+    cleanup.push(() => redisServer.stop());
+    const admin = new IORedis(redisServer.url);
+    await admin.config("SET", "requirepass", "secret");
+    admin.disconnect();
+    for (const redisUrl of [redisServer.url, redisServer.url.replace("redis://", "redis://:wrong@")]) {
+      const failure = await startLocalUpstash({ redisUrl }).catch((error: Error) => error);
+      expect((failure as Error).message).toMatch(/NOAUTH|WRONGPASS|auth/i);
+    }
+  });
+});
+
+describe("review s10: fencelock dev flags", () => {
+  it("refuses an empty --port (exit 2) instead of serving on a random port", async () => {
+    const bin = fileURLToPath(new URL("../../../bin/fencelock.js", import.meta.url));
+    const child = spawn(process.execPath, [bin, "dev", "--port", ""], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    const exited = once(child, "exit").then(([code]) => code as number);
+    const outcome = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve("running"), 3_000))]);
+    if (outcome === "running") {
+      child.kill("SIGTERM");
+      await exited;
+    }
+    expect({ outcome, served: /UPSTASH_REDIS_REST_URL=/.test(stdout) }).toEqual({ outcome: 2, served: false });
+  }, 15_000);
 });
