@@ -6,6 +6,7 @@ import { runCommand, runPipeline, runTransaction, type Settled } from "./execute
 import { decodeSegment, isAuthorized, parseJson, readBody, sendJson } from "./http-io.ts";
 import type { ConnectionPool } from "./pool.ts";
 import { toJsonReply } from "./reply.ts";
+import { parseTarget, type RequestTarget } from "./request-target.ts";
 import { streamSubscription, subscriptionOf, type StreamBackend } from "./subscription.ts";
 
 export interface Backend extends StreamBackend {
@@ -47,12 +48,12 @@ async function respond(
 ): Promise<Reply | undefined> {
   const method = request.method ?? "GET";
   if (!ALLOWED_METHODS.has(method)) throw new HttpError(405, `ERR method ${method} is not allowed`);
-  const url = new URL(request.url ?? "/", "http://localhost");
-  if (!isAuthorized(request, url, backend.token)) {
+  const target = parseTarget(request.url ?? "/");
+  if (!isAuthorized(request, target.query, backend.token)) {
     throw new HttpError(401, "WRONGPASS missing or invalid auth token (send Authorization: Bearer <token>)");
   }
   const base64 = String(request.headers["upstash-encoding"]).toLowerCase() === "base64";
-  const path = url.pathname.replace(/\/+$/, "") || "/";
+  const { path } = target;
   if (MONITOR_PATH.test(path)) {
     throw new HttpError(404, `ERR ${path} (server-sent events) is not served by the local Upstash server`);
   }
@@ -71,13 +72,13 @@ async function respond(
       : await runTransaction(backend.pool, commands);
     return { status: 200, body: settled.map((entry) => toEntry(entry, base64)) };
   }
-  const command = await commandOf(request, url, path);
+  const command = await commandOf(request, target);
   const entry = toEntry(await runCommand(backend.redis, command), base64);
   return { status: "error" in entry ? 400 : 200, body: entry };
 }
 
 /** `POST /` carries a JSON command; any other path is the command itself: `/set/key/value?EX=100`. */
-async function commandOf(request: IncomingMessage, url: URL, path: string): Promise<Command> {
+async function commandOf(request: IncomingMessage, { path, query }: RequestTarget): Promise<Command> {
   const hasBody = request.method === "POST" || request.method === "PUT";
   const body = hasBody ? await readBody(request) : Buffer.alloc(0);
   if (path === "/") {
@@ -86,7 +87,7 @@ async function commandOf(request: IncomingMessage, url: URL, path: string): Prom
   }
   const args = path.slice(1).split("/").map(decodeSegment);
   if (body.length > 0) args.push(body.toString("utf8"));
-  for (const [name, value] of url.searchParams) {
+  for (const [name, value] of query) {
     if (name !== "_token") args.push(name, value);
   }
   return parseCommand(args);

@@ -41,10 +41,10 @@ export function parseJson(body: Buffer): unknown {
 }
 
 /** `Authorization: Bearer <token>`, or `?_token=` as Upstash also accepts; compared in constant time. */
-export function isAuthorized(request: IncomingMessage, url: URL, token: string): boolean {
+export function isAuthorized(request: IncomingMessage, query: URLSearchParams, token: string): boolean {
   const header = request.headers.authorization ?? "";
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  const given = match?.[1] ?? url.searchParams.get("_token");
+  const given = match?.[1] ?? query.get("_token");
   if (!given) return false;
   return timingSafeEqual(digest(given), digest(token));
 }

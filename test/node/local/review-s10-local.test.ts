@@ -54,21 +54,6 @@ describe("review s10: path commands", () => {
     expect({ status, json }).toEqual({ status: 200, json: { result: "OK" } });
     expect((await rest("/", { body: ["GET", k], headers: base64 })).json).toEqual({ result: "/wD+" });
   });
-
-  it("never runs a different command when the path starts with two slashes", async () => {
-    const victim = key("victim");
-    await rest("/", { body: ["SET", victim, "precious"] });
-    // `${url}/` + `/get/...`: WHATWG URL reads "//get/del/..." as host "get", path "/del/<victim>".
-    const { json } = await rest(`//get/del/${encodeURIComponent(victim)}`);
-    expect(json).not.toEqual({ result: 1 });
-    expect((await rest("/", { body: ["GET", victim] })).json).toEqual({ result: "precious" });
-  });
-
-  it("answers a 4xx JSON error, not a 500 'internal error', for the path //", async () => {
-    const { status, json } = await rest("//", { body: ["PING"] });
-    expect(json).not.toEqual({ error: expect.stringMatching(/internal error/) });
-    expect(status).toBeLessThan(500);
-  });
 });
 
 describe("review s10: replies", () => {
