@@ -1,5 +1,6 @@
 import { Redis, type RedisOptions } from "ioredis";
 import { RedisUnavailableError } from "./errors.ts";
+import { checkRedisUrl, startupFailure } from "./redis-failure.ts";
 
 const RECONNECT_DELAY_MS = 100;
 /** The CLIENT LIST name of subscription connections, so a leak is easy to spot. */
@@ -24,7 +25,8 @@ const FAIL_FAST: RedisOptions = {
 };
 
 /** Opens an ioredis connection and waits until it is ready; RedisUnavailableError when it cannot. */
-export function connectRedis(url: string): Promise<Redis> {
+export async function connectRedis(url: string): Promise<Redis> {
+  checkRedisUrl(url);
   return ready(new Redis(url, FAIL_FAST), redactUrl(url));
 }
 
@@ -41,14 +43,16 @@ export function openSubscriber(redis: Redis): Promise<Redis> {
 }
 
 async function ready(redis: Redis, where: string): Promise<Redis> {
-  // Outages surface per request as HTTP 503; without a listener ioredis logs every failed reconnect.
-  redis.on("error", () => {});
+  // Outages surface per request as HTTP 503; without a listener ioredis logs every failed
+  // reconnect. The last error is kept because it says why connect() failed.
+  let lastError: unknown;
+  redis.on("error", (error: unknown) => (lastError = error));
   try {
     await redis.connect();
     return redis;
   } catch (error) {
     redis.disconnect();
-    throw new RedisUnavailableError(`Redis is unavailable at ${where}: ${messageOf(error)}`, { cause: error });
+    throw startupFailure(where, lastError ?? error);
   }
 }
 

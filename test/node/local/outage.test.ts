@@ -1,3 +1,4 @@
+import { Redis as IORedis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { RedisUnavailableError, startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
 import { freePort } from "../../../src/local/free-port.ts";
@@ -70,6 +71,34 @@ describe("startLocalUpstash", () => {
     expect(failure).toMatchObject({ code: "REDIS_UNAVAILABLE", name: "RedisUnavailableError" });
     expect((failure as Error).message).not.toContain("secret");
     expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it("says why it could not connect and what to do: a refused connection", async () => {
+    const port = await freePort();
+    await expect(startLocalUpstash({ redisUrl: `redis://127.0.0.1:${port}` })).rejects.toThrow(
+      /ECONNREFUSED.*start redis-server, or check the host and port/,
+    );
+  });
+
+  it("says why it could not connect and what to do: a missing or wrong password", async () => {
+    const redisServer = await startRedisServer();
+    cleanup.push(() => redisServer.stop());
+    const admin = new IORedis(redisServer.url);
+    await admin.config("SET", "requirepass", "secret");
+    admin.disconnect();
+    await expect(startLocalUpstash({ redisUrl: redisServer.url })).rejects.toThrow(/NOAUTH.*requires a password/);
+    await expect(startLocalUpstash({ redisUrl: redisServer.url.replace("//", "//:wrong@") })).rejects.toThrow(
+      /WRONGPASS.*password in the Redis URL is wrong/,
+    );
+  });
+
+  it("refuses a Redis URL that is not one, instead of trying it as a socket path", async () => {
+    for (const redisUrl of ["localhost:6379", "http://127.0.0.1:6379"]) {
+      await expect(startLocalUpstash({ redisUrl })).rejects.toMatchObject({
+        name: "RedisUnavailableError",
+        message: expect.stringMatching(/must look like redis:\/\//),
+      });
+    }
   });
 
   it("uses the given token and port, and close() ends keep-alive connections promptly", async () => {
