@@ -3,7 +3,8 @@ import type { Command } from "./command.ts";
 import { rejectionReason } from "./command-policy.ts";
 import { HttpError } from "./errors.ts";
 import type { ConnectionPool } from "./pool.ts";
-import { isReplyError, unavailable } from "./redis-client.ts";
+import { isReplyError } from "./redis-client.ts";
+import { unavailable } from "./redis-failure.ts";
 
 /** The outcome of one command: a raw ioredis reply (Buffers), or the error message Redis gave. */
 export type Settled = { ok: true; reply: unknown } | { ok: false; error: string };

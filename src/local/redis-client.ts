@@ -1,5 +1,4 @@
 import { Redis, type RedisOptions } from "ioredis";
-import { RedisUnavailableError } from "./errors.ts";
 import { checkRedisUrl, startupFailure } from "./redis-failure.ts";
 
 const RECONNECT_DELAY_MS = 100;
@@ -61,12 +60,6 @@ export function isReplyError(error: unknown): error is Error {
   return error instanceof Error && error.name === "ReplyError";
 }
 
-/** Wraps a non-reply failure (connection closed, not writeable) as RedisUnavailableError. */
-export function unavailable(error: unknown): RedisUnavailableError {
-  if (error instanceof RedisUnavailableError) return error;
-  return new RedisUnavailableError(`Redis is unavailable: ${messageOf(error)}`, { cause: error });
-}
-
 export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
@@ -75,8 +68,4 @@ export function redactUrl(url: string): string {
   } catch {
     return "<invalid Redis URL>";
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -30,3 +30,22 @@ export function checkRedisUrl(url: string): void {
     "the Redis URL must look like redis://[[user]:password@]host:port[/db], rediss://... (TLS) or a Unix socket path",
   );
 }
+
+/** ioredis' own words for "no connection", which name its options rather than what happened. */
+const NOT_SENT = /^(Stream isn't writeable|Connection is closed\.)/;
+
+/** A non-reply failure of a request (connection lost or not there), in words for the HTTP client. */
+export function unavailable(error: unknown): RedisUnavailableError {
+  if (error instanceof RedisUnavailableError) return error;
+  return new RedisUnavailableError(`Redis is unavailable: ${reasonOf(error)}`, { cause: error });
+}
+
+function reasonOf(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  // Written, then the connection dropped; commands are never resent, so it may or may not have run.
+  if (error.name === "MaxRetriesPerRequestError") {
+    return "the connection to Redis was lost before it answered (the command may have run)";
+  }
+  if (NOT_SENT.test(error.message)) return "not connected to Redis, reconnecting (the command did not run)";
+  return error.message;
+}

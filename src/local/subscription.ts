@@ -3,7 +3,8 @@ import type { Redis } from "ioredis";
 import { HttpError, RedisUnavailableError } from "./errors.ts";
 import { decodeSegment } from "./http-io.ts";
 import type { ConnectionPool } from "./pool.ts";
-import { isReplyError, unavailable } from "./redis-client.ts";
+import { isReplyError } from "./redis-client.ts";
+import { unavailable } from "./redis-failure.ts";
 import { dataEvent, EventStream, KEEP_ALIVE_MS, type OpenStreams } from "./sse.ts";
 
 /** What one request subscribes to: channels (SUBSCRIBE) or patterns (PSUBSCRIBE). */

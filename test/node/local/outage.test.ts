@@ -4,6 +4,7 @@ import { RedisUnavailableError, startLocalUpstash, startRedisServer, type LocalU
 import { freePort } from "../../../src/local/free-port.ts";
 import { localRedis } from "../../support/local-client.ts";
 import { key, rest } from "../../support/rest.ts";
+import { busyScript } from "./busy-script.ts";
 
 const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -59,6 +60,25 @@ describe("when Redis goes away", () => {
     await eventually(() => redis.set(k, "after"));
     expect(await redis.get(k)).toBe("after");
     expect(await eventually(() => redis.multi().incr(k + ":n").incr(k + ":n").exec())).toEqual([1, 2]);
+  });
+
+  it("says the connection was lost, in plain words, for a request in flight and the ones after", async () => {
+    const { local } = await serverOverOwnRedis();
+    const auth = { url: local.url, token: local.token };
+    const info = (await rest("/", { body: ["INFO", "server"], ...auth })).json as { result: string };
+    const pid = Number(/process_id:(\d+)/.exec(info.result)?.[1]);
+    const inFlight = rest("/", { body: ["EVAL", busyScript(500), 1, key("lost")], ...auth });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    process.kill(pid, "SIGKILL");
+    // Not ioredis' "Reached the max retries per request limit" / "enableOfflineQueue options is false".
+    expect(await inFlight).toMatchObject({
+      status: 503,
+      json: { error: "ERR Redis is unavailable: the connection to Redis was lost before it answered (the command may have run)" },
+    });
+    expect(await rest("/", { body: ["PING"], ...auth })).toMatchObject({
+      status: 503,
+      json: { error: "ERR Redis is unavailable: not connected to Redis, reconnecting (the command did not run)" },
+    });
   });
 });
 
