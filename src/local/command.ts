@@ -8,7 +8,7 @@ export function parseCommand(value: unknown): Command {
   if (!Array.isArray(value) || value.length === 0) {
     throw new HttpError(400, "ERR a command must be a non-empty JSON array like [\"GET\", \"key\"]");
   }
-  const [name, ...args] = value.map(toArgument);
+  const [name, ...args] = value.map((item: unknown, position) => toArgument(item, position));
   if (!name) throw new HttpError(400, "ERR empty command name");
   return [name, ...args];
 }
@@ -21,11 +21,18 @@ export function parseCommandList(value: unknown): Command[] {
   return value.map(parseCommand);
 }
 
-function toArgument(value: unknown): string {
+function toArgument(value: unknown, position: number): string {
   if (typeof value === "string") return value;
   if (typeof value === "number" && Number.isFinite(value)) return numberText(value);
   if (typeof value === "boolean") return String(value);
-  throw new HttpError(400, `ERR unsupported argument ${JSON.stringify(value)}: use strings or numbers`);
+  // Named by kind, never echoed: the value can be megabytes, or nested too deep to serialize.
+  throw new HttpError(400, `ERR element ${position} of the command is ${kindOf(value)}: use strings, numbers or booleans`);
+}
+
+function kindOf(value: unknown): string {
+  if (Array.isArray(value)) return "an array";
+  if (value === null) return "null";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 /** Decimal text, never exponent notation (String(1e21) is "1e+21", which Redis rejects). */

@@ -91,6 +91,21 @@ describe("request shapes", () => {
     expect(json).toEqual({ error: expect.stringMatching(/^ERR /) });
   });
 
+  it("names a bad argument by kind and position, without echoing it, even when nested too deep to serialize", async () => {
+    const deep = "[".repeat(200_000) + "]".repeat(200_000); // about 400 KB, under the 10 MB limit
+    const cases: Array<[path: string, body: string, position: number]> = [
+      ["/", `["SET", "k", ${deep}]`, 2],
+      ["/pipeline", `[["PING"], ${deep}]`, 0],
+    ];
+    for (const [path, body, position] of cases) {
+      const { status, json } = await rest(path, { body });
+      expect({ status, json }).toEqual({
+        status: 400,
+        json: { error: `ERR element ${position} of the command is an array: use strings, numbers or booleans` },
+      });
+    }
+  });
+
   it("answers 405 JSON for a wrong method", async () => {
     expect(await rest("/", { method: "DELETE" })).toMatchObject({ status: 405, json: { error: expect.any(String) } });
     expect(await rest("/pipeline")).toMatchObject({ status: 405, json: { error: expect.any(String) } });
