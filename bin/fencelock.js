@@ -8,7 +8,7 @@ const USAGE = `Usage: fencelock dev [--port N] [--host H] [--redis-url URL] [--t
         a private redis-server (or --redis-url), until Ctrl-C / SIGTERM.
 
 Options:
-  --port N         HTTP port (default: a free port)
+  --port N         HTTP port, 1-65535 (default: a free port)
   --host H         HTTP bind address (default: 127.0.0.1)
   --redis-url URL  use this Redis instead of starting redis-server
   --token T        bearer token clients must send (default: random)
@@ -47,11 +47,18 @@ function parseDevOptions(args) {
       help: { type: "boolean", short: "h" },
     },
   });
-  const port = values.port === undefined ? undefined : Number(values.port);
-  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) {
-    throw new UsageError(`--port must be an integer from 0 to 65535, got ${values.port}`);
+  return { help: values.help, port: portOf(values.port), host: values.host, redisUrl: values["redis-url"],
+    token: values.token };
+}
+
+/** Digits only: Number() also takes "" (0, a random port), "1e3" and "0x50". */
+function portOf(text) {
+  if (text === undefined) return undefined;
+  const port = Number(text);
+  if (!/^\d+$/.test(text) || port < 1 || port > 65535) {
+    throw new UsageError(`--port must be an integer from 1 to 65535, got ${JSON.stringify(text)}`);
   }
-  return { help: values.help, port, host: values.host, redisUrl: values["redis-url"], token: values.token };
+  return port;
 }
 
 async function dev(args) {

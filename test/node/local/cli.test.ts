@@ -75,6 +75,13 @@ describe("fencelock dev", () => {
     expect(bad.output().stderr).toMatch(/--port must be an integer[\s\S]*Usage:/);
   });
 
+  it.each([[""], ["0"], ["1e3"], ["0x50"], ["65536"], ["80.5"], [" 80"]])("refuses --port %j with a usage error (exit 2), serving nothing", async (port) => {
+    const run = fencelock("dev", "--port", port);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toMatch(/--port must be an integer from 1 to 65535[\s\S]*Usage:/);
+    expect(run.output().stdout).toBe("");
+  });
+
   // No client could send it: "Authorization: Bearer <token>" ends at whitespace.
   it.each([["an empty --token", ""], ["a --token with a space", "a b"], ["a --token a header cannot carry", "токен"]])("refuses %s with a usage error (exit 2)", async (_, token) => {
     const run = fencelock("dev", "--token", token);
