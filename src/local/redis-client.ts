@@ -1,7 +1,9 @@
 import { Redis, type RedisOptions } from "ioredis";
-import { checkRedisUrl, startupFailure } from "./redis-failure.ts";
+import { checkRedisUrl, noReplyFailure, startupFailure } from "./redis-failure.ts";
 
 const RECONNECT_DELAY_MS = 100;
+/** From the TCP connect to the ready check's answer. */
+const READY_TIMEOUT_MS = 3_000;
 /** The CLIENT LIST name of subscription connections, so a leak is easy to spot. */
 export const SUBSCRIBER_NAME = "fencelock-local-subscriber";
 
@@ -46,12 +48,21 @@ async function ready(redis: Redis, where: string): Promise<Redis> {
   // reconnect. The last error is kept because it says why connect() failed.
   let lastError: unknown;
   redis.on("error", (error: unknown) => (lastError = error));
+  // connectTimeout covers only the TCP connect: a peer that accepts but never answers (a paused
+  // redis-server, another service on the port) would keep connect() pending for good.
+  let timedOut = false;
+  const deadline = setTimeout(() => {
+    timedOut = true;
+    redis.disconnect(); // makes connect() reject
+  }, READY_TIMEOUT_MS);
   try {
     await redis.connect();
     return redis;
   } catch (error) {
     redis.disconnect();
-    throw startupFailure(where, lastError ?? error);
+    throw timedOut ? noReplyFailure(where, READY_TIMEOUT_MS) : startupFailure(where, lastError ?? error);
+  } finally {
+    clearTimeout(deadline);
   }
 }
 

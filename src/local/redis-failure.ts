@@ -22,6 +22,14 @@ export function startupFailure(where: string, cause: unknown): RedisUnavailableE
   });
 }
 
+/** A peer that accepted the connection but did not answer the ready check in time. */
+export function noReplyFailure(where: string, waitedMs: number): RedisUnavailableError {
+  return new RedisUnavailableError(
+    `Redis is unavailable at ${where}: connected, but no reply within ${waitedMs} ms ` +
+      "(is it a Redis server, and running rather than paused or busy with a long script?)",
+  );
+}
+
 /** A URL ioredis would misread (it takes "not a url" as a socket path): refused before connecting. */
 export function checkRedisUrl(url: string): void {
   // ioredis also takes an absolute path as a Unix socket.

@@ -1,9 +1,11 @@
+import { createServer, type Socket } from "node:net";
 import { Redis as IORedis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { RedisUnavailableError, startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
 import { freePort } from "../../../src/local/free-port.ts";
 import { localRedis } from "../../support/local-client.ts";
 import { key, rest } from "../../support/rest.ts";
+import { until } from "../../support/until.ts";
 import { busyScript } from "./busy-script.ts";
 
 const cleanup: Array<() => Promise<void>> = [];
@@ -111,6 +113,26 @@ describe("startLocalUpstash", () => {
       /WRONGPASS.*password in the Redis URL is wrong/,
     );
   });
+
+  it("gives up within seconds on a Redis URL that accepts connections but never replies", async () => {
+    // A paused redis-server, a dead port-forward, or some other service on that port.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket.on("data", () => undefined)));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    cleanup.push(async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    });
+    const { port } = silent.address() as { port: number };
+    const started = performance.now();
+    await expect(startLocalUpstash({ redisUrl: `redis://127.0.0.1:${port}` })).rejects.toMatchObject({
+      name: "RedisUnavailableError",
+      message: expect.stringMatching(/connected, but no reply within 3000 ms/),
+    });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    const closedOnItsSide = async () => [...sockets].every((socket) => socket.readableEnded || socket.destroyed);
+    await until(closedOnItsSide, 1_000); // and it hung up rather than leave the connection open
+  }, 15_000);
 
   it("refuses a Redis URL that is not one, instead of trying it as a socket path", async () => {
     for (const redisUrl of ["localhost:6379", "http://127.0.0.1:6379"]) {
