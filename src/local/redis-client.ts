@@ -23,6 +23,9 @@ const FAIL_FAST: RedisOptions = {
   // disconnect() on a connection whose Redis has gone arms a timer of this length (default 2 s)
   // that would keep the process alive after close().
   disconnectTimeout: 10,
+  // Integer replies as their digits: ioredis' parser builds numbers digit by digit in floating
+  // point, which is off by thousands near 2^63; see reply.ts for how they are sent on.
+  stringNumbers: true,
 };
 
 /** Opens an ioredis connection and waits until it is ready; RedisUnavailableError when it cannot. */

@@ -40,6 +40,12 @@ describe.each([
     expect(await redis.incr(big)).toBe(2 ** 52 + 1);
   });
 
+  it("reads an integer past 2^53 as JSON.parse reads Upstash's exact digits (INCRBY at 2^63-1)", async () => {
+    const k = key("int64");
+    await redis.set(k, "9223372036854775807");
+    expect(await redis.incrby(k, 0)).toBe(JSON.parse("9223372036854775807"));
+  });
+
   it("sets options such as PX and NX", async () => {
     const k = key("px");
     expect(await redis.set(k, "v", { px: 60_000, nx: true })).toBe("OK");

@@ -143,6 +143,22 @@ describe("response encoding", () => {
     expect((await rest("/", { body: ["GET", key("none")], headers: base64 })).json).toEqual({ result: null });
   });
 
+  it("writes integers with their exact digits, past 2^53 too, and never base64-encodes them", async () => {
+    const k = key("int64");
+    await rest("/", { body: ["SET", k, "9223372036854775805"] });
+    const { url, token } = inject("upstash");
+    for (const headers of [{}, base64]) {
+      const response = await fetch(`${url}/pipeline`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, ...headers },
+        body: JSON.stringify([["INCR", k], ["INCRBY", k, -1], ["STRLEN", k]]),
+      });
+      expect(await response.text()).toBe(
+        '[{"result":9223372036854775806},{"result":9223372036854775805},{"result":19}]',
+      );
+    }
+  });
+
   it("sends plain strings without the header, invalid UTF-8 as U+FFFD", async () => {
     expect((await rest("/", { body: ["EVAL", bytes, 0] })).json).toEqual({ result: ["\ufffd\ufffd", "x"] });
     expect((await rest("/", { body: ["ECHO", "é"] })).json).toEqual({ result: "é" });
