@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Redis } from "ioredis";
 import { parseCommand, parseCommandList, type Command } from "./command.ts";
+import { allowBrowsers, answerPreflight } from "./cors.ts";
 import { HttpError, RedisUnavailableError } from "./errors.ts";
 import { runCommand, runPipeline, runTransaction, type Settled } from "./execute.ts";
 import { decodeSegment, isAuthorized, parseJson, readBody, sendJson } from "./http-io.ts";
@@ -31,6 +32,8 @@ export function createHandler(backend: Backend): (request: IncomingMessage, resp
   // Opaque and increasing like Upstash's; one Redis without replicas always reads its own writes.
   let counter = 0;
   return (request, response) => {
+    allowBrowsers(response);
+    if (request.method === "OPTIONS") return answerPreflight(request, response);
     const syncToken = String(++counter);
     respond(request, response, backend, syncToken)
       .catch(errorReply)

@@ -56,24 +56,6 @@ describe("review s10: path commands", () => {
   });
 });
 
-describe("review s10: browsers", () => {
-  it("answers a CORS preflight and allows the origin, as Upstash does for client-side apps", async () => {
-    const { url } = inject("upstash");
-    const preflight = await fetch(`${url}/`, {
-      method: "OPTIONS",
-      headers: {
-        origin: "http://localhost:5173",
-        "access-control-request-method": "POST",
-        "access-control-request-headers": "authorization,content-type,upstash-encoding",
-      },
-    });
-    expect(preflight.status).toBeLessThan(300);
-    expect(preflight.headers.get("access-control-allow-origin")).toMatch(/\*|http:\/\/localhost:5173/);
-    const answered = await rest("/", { body: ["PING"], headers: { origin: "http://localhost:5173" } });
-    expect(answered.headers.get("access-control-allow-origin")).toMatch(/\*|http:\/\/localhost:5173/);
-  });
-});
-
 describe("review s10: close()", () => {
   it("lets a request already running finish and answer, instead of cutting its connection", async () => {
     const local = await privateServer();
