@@ -23,7 +23,7 @@ export function rejectionReason(command: Command): string | undefined {
 }
 
 function subcommandReason(name: string, command: Command): string | undefined {
-  const args = command.slice(1).map((arg) => arg.toLowerCase());
+  const args = command.slice(1).map((arg) => arg.toString().toLowerCase());
   if ((name === "xread" || name === "xreadgroup") && args.includes("block")) return REASONS.blocking;
   if (name === "client" && args[0] === "reply") return REASONS.state;
   return undefined;

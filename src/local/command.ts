@@ -1,14 +1,18 @@
 import { HttpError } from "./errors.ts";
 
-/** One Redis command as sent to ioredis: the name, then every argument as text. */
-export type Command = readonly [name: string, ...args: string[]];
+/** One Redis command as sent to ioredis: the name, then every argument as text or raw bytes. */
+export type Command = readonly [name: string, ...args: Array<string | Buffer>];
 
-/** Turns one JSON command array (`["SET", "k", 1]`) into a Command; numbers become their decimal text. */
+/**
+ * Turns one command array (`["SET", "k", 1]`, parsed JSON or the segments of a path) into a
+ * Command; numbers become their decimal text.
+ */
 export function parseCommand(value: unknown): Command {
   if (!Array.isArray(value) || value.length === 0) {
     throw new HttpError(400, "ERR a command must be a non-empty JSON array like [\"GET\", \"key\"]");
   }
-  const [name, ...args] = value.map((item: unknown, position) => toArgument(item, position));
+  const [first, ...args] = value.map((item: unknown, position) => toArgument(item, position));
+  const name = first?.toString();
   if (!name) throw new HttpError(400, "ERR empty command name");
   return [name, ...args];
 }
@@ -21,8 +25,8 @@ export function parseCommandList(value: unknown): Command[] {
   return value.map(parseCommand);
 }
 
-function toArgument(value: unknown, position: number): string {
-  if (typeof value === "string") return value;
+function toArgument(value: unknown, position: number): string | Buffer {
+  if (typeof value === "string" || Buffer.isBuffer(value)) return value;
   if (typeof value === "number" && Number.isFinite(value)) return numberText(value);
   if (typeof value === "boolean") return String(value);
   // Named by kind, never echoed: the value can be megabytes, or nested too deep to serialize.

@@ -54,7 +54,7 @@ export async function runTransaction(pool: ConnectionPool, commands: Command[]):
  * ioredis reshapes some replies, looked up by the exact lowercase name (HGETALL becomes an
  * object); REST clients need Redis' reply untouched, and Redis ignores the name's case.
  */
-function wireCommand([name, ...args]: Command): [string, ...string[]] {
+function wireCommand([name, ...args]: Command): [string, ...Array<string | Buffer>] {
   return [name.toUpperCase(), ...args];
 }
 

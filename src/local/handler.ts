@@ -4,7 +4,7 @@ import { parseCommand, parseCommandList, type Command } from "./command.ts";
 import { allowBrowsers, answerPreflight } from "./cors.ts";
 import { HttpError, RedisUnavailableError } from "./errors.ts";
 import { runCommand, runPipeline, runTransaction, type Settled } from "./execute.ts";
-import { decodeSegment, isAuthorized, parseJson, readBody, sendJson } from "./http-io.ts";
+import { decodeSegment, isAuthorized, parseJson, readBody, segmentBytes, sendJson } from "./http-io.ts";
 import type { ConnectionPool } from "./pool.ts";
 import { toJsonReply } from "./reply.ts";
 import { parseTarget, type RequestTarget } from "./request-target.ts";
@@ -88,8 +88,10 @@ async function commandOf(request: IncomingMessage, { path, query }: RequestTarge
     if (!hasBody) throw new HttpError(400, "ERR no command: POST a JSON array such as [\"GET\", \"key\"]");
     return parseCommand(parseJson(body));
   }
-  const args = path.slice(1).split("/").map(decodeSegment);
-  if (body.length > 0) args.push(body.toString("utf8"));
+  // Arguments are the bytes sent, UTF-8 or not, as Upstash's "JSON or Binary Value" form stores them.
+  const [commandName = "", ...segments] = path.slice(1).split("/");
+  const args: Array<string | Buffer> = [decodeSegment(commandName), ...segments.map(segmentBytes)];
+  if (body.length > 0) args.push(body);
   for (const [name, value] of query) {
     if (name !== "_token") args.push(name, value);
   }

@@ -32,6 +32,16 @@ export function decodeSegment(segment: string): string {
   }
 }
 
+/**
+ * One path segment as the bytes it percent-encodes, which need not be UTF-8 (`%FF%00`). The
+ * rest of a request target is ASCII: Node refuses a request line with other bytes.
+ */
+export function segmentBytes(segment: string): Buffer {
+  if (/%(?![\da-f]{2})/i.test(segment)) throw new HttpError(400, `ERR malformed URL segment ${segment}`);
+  const latin1 = segment.replace(/%([\da-f]{2})/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+  return Buffer.from(latin1, "latin1");
+}
+
 export function parseJson(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString("utf8"));

@@ -56,29 +56,6 @@ describe("request shapes", () => {
     }
   });
 
-  it("serves the path form, with query parameters and a POST body as extra arguments", async () => {
-    const [k, j] = [key("path"), key("posted")];
-    expect((await rest(`/set/${encodeURIComponent(k)}/a%20b?EX=100`)).json).toEqual({ result: "OK" });
-    expect((await rest(`/get/${encodeURIComponent(k)}`)).json).toEqual({ result: "a b" });
-    expect((await rest(`/ttl/${encodeURIComponent(k)}`)).json).toEqual({ result: 100 });
-    await rest(`/set/${encodeURIComponent(j)}`, { method: "POST", body: '{"raw": "json"}' });
-    expect((await rest(`/get/${encodeURIComponent(j)}`)).json).toEqual({ result: '{"raw": "json"}' });
-  });
-
-  it("never runs another command when the path starts with //", async () => {
-    const victim = key("victim");
-    await rest("/", { body: ["SET", victim, "precious"] });
-    // URL parsing would read "//get/del/<victim>" as host "get", path "/del/<victim>".
-    const { status, json } = await rest(`//get/del/${encodeURIComponent(victim)}`);
-    expect({ status, json }).toEqual({ status: 400, json: { error: "ERR empty command name" } });
-    expect((await rest("/", { body: ["GET", victim] })).json).toEqual({ result: "precious" });
-  });
-
-  it("answers 400 JSON for the path //, whose command name is empty", async () => {
-    const { status, json } = await rest("//", { body: ["PING"] });
-    expect({ status, json }).toEqual({ status: 400, json: { error: "ERR empty command name" } });
-  });
-
   it.each([
     ["a body that is not JSON", "/", "{nope", 400],
     ["a command that is not an array", "/", '{"cmd": "GET"}', 400],
