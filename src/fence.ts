@@ -13,8 +13,9 @@ export function isFenceSoFar(fence: number): boolean {
 export function checkFence(fence: unknown, what: string): number {
   if (typeof fence !== "number" || !isFenceSoFar(fence)) {
     throw new LockConfigError(what, [
-      // The type too: a fence that arrived as the string "12" must not read as a valid number.
-      `fence: expected lease.fence, a positive safe integer not from the future, got ${typeof fence == "number" ? fence : `${String(fence)} (${typeof fence})`}`,
+      // Only the type of a non-number: "12" must not read as a valid fence, and a string here may
+      // be the owner token, passed by mistake, which no message may show.
+      `fence: expected lease.fence, a positive safe integer not from the future, got ${typeof fence == "number" ? fence : typeof fence}`,
     ]);
   }
   return fence;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createFencedStore, createLocks, LockConfigError, LockUnavailableError, StaleFenceError } from "../../src/index.ts";
+import { createFencedStore, createLocks, LockConfigError, LockUnavailableError, StaleFenceError, type RedisClient } from "../../src/index.ts";
 import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
 import { withFetch } from "../support/fetch-wrappers.ts";
@@ -123,9 +123,41 @@ describe("fenced store", () => {
 
   it("names the type of a fence that is not a number, so \"12\" does not read as a valid fence", async () => {
     const { store } = setup("fence-type");
-    await expect(store.write("doc", 1, "12" as never)).rejects.toThrow(/got 12 \(string\)/);
-    await expect(store.claim("doc", 12n as never)).rejects.toThrow(/got 12 \(bigint\)/);
+    await expect(store.write("doc", 1, "12" as never)).rejects.toThrow(/got string$/);
+    await expect(store.claim("doc", 12n as never)).rejects.toThrow(/got bigint$/);
     await expect(store.write("doc", 1, -3)).rejects.toThrow(/got -3$/);
+  });
+
+  it("never shows an owner token passed where a fence belongs", async () => {
+    const { store, locks } = setup("fence-owner");
+    const lease = await locks.acquire("doc");
+    for (const refused of [store.claim("doc", lease.owner as never), store.write("doc", 1, lease.owner as never)]) {
+      const error = await refused.then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(LockConfigError);
+      expect((error as Error).message).not.toContain(lease.owner);
+    }
+    expect(() => locks.resume({ name: "doc", owner: lease.owner, fence: lease.owner as never })).toThrow(/got string$/);
+    await lease.release();
+  });
+
+  it("names read, not claim, when read({ fence }) is given a bad fence", async () => {
+    const { store } = setup("read-fence");
+    await expect(store.read("doc", { fence: -1 })).rejects.toThrow(/^Invalid read: fence: /);
+  });
+
+  // A hand-rolled REST client may answer integers as decimal text; the script's answer still counts.
+  it("takes an accepted write as accepted from a client that answers integers as text", async () => {
+    const { store, locks, redis, prefix } = setup("text-integers");
+    const text = (reply: unknown) => (Array.isArray(reply) ? reply.map((v) => (typeof v === "number" ? String(v) : v)) : reply);
+    const textual: RedisClient = {
+      evalsha: async (sha, keys, args) => text(await redis.evalsha(sha, keys, args)) as never,
+      eval: async (script, keys, args) => text(await redis.eval(script, keys, args)) as never,
+    };
+    const lease = await locks.acquire("doc");
+    const viaText = createFencedStore({ redis: textual, prefix });
+    await viaText.write("doc", { paid: true }, lease.fence);
+    expect(await store.read("doc")).toEqual({ value: { paid: true }, fence: lease.fence });
+    await expect(viaText.write("doc", { paid: false }, lease.fence - 1)).rejects.toBeInstanceOf(StaleFenceError);
   });
 
   it("refuses values JSON cannot hold, saying what they were", async () => {
