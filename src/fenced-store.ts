@@ -41,7 +41,8 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
     checkName(resource, "resource name");
     checkFence(fence, what);
     const reply = await run(scripts.storeFence, resource, [fence, ttlMs, ...text]);
-    if (reply[0] !== 1) throw new StaleFenceError(resource, fence, Number(reply[1]));
+    // `!=`: a client may answer integers as decimal text; an accepted write must not read as stale.
+    if (reply[0] != 1) throw new StaleFenceError(resource, fence, Number(reply[1]));
     return reply.slice(1);
   }
 
@@ -61,7 +62,7 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
     },
     async read<T>(resource: string, options?: { fence?: number }) {
       const { fence } = parseOptions(readOptionsSchema, options, "read options");
-      if (fence !== undefined) return decode<T>(await fenceAt(resource, fence, "claim"));
+      if (fence !== undefined) return decode<T>(await fenceAt(resource, fence, "read"));
       checkName(resource, "resource name");
       return decode<T>(await run(scripts.storeRead, resource, []));
     },
