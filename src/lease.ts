@@ -107,8 +107,10 @@ export class Lease implements AsyncDisposable {
     return this.#release;
   }
 
+  // As withLock: a failed release must not replace the block's own error (a SuppressedError
+  // would), and there is nothing to do about one: the lease lapses by its TTL.
   async [Symbol.asyncDispose](): Promise<void> {
-    await this.release();
+    await this.release().catch(() => undefined);
   }
 
   /** A resumed lease not yet confirmed has no time of its own to run out. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createLocks, LockLostError, type Lease, type Locks } from "../../src/index.ts";
+import { createLocks, LockLostError, type Lease, type Locks, type RedisClient } from "../../src/index.ts";
 import { sleep } from "../../src/wait.ts";
 import { delayingResponses, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
@@ -103,6 +103,24 @@ describe("release", () => {
       expect(lease.fence).toBeGreaterThan(0);
     }
     expect((await locks.inspect("migration")).held).toBe(false);
+  });
+
+  it("keeps the block's own error when the release on dispose fails, as withLock keeps fn's", async () => {
+    const inner = upstash();
+    let down = false;
+    const flaky: RedisClient = {
+      evalsha: (sha, keys, args) => (down ? Promise.reject(new Error("fetch failed")) : inner.evalsha(sha, keys, args)),
+      eval: (script, keys, args) => (down ? Promise.reject(new Error("fetch failed")) : inner.eval(script, keys, args)),
+    };
+    const locks = createLocks({ redis: flaky, prefix: uniquePrefix("dispose-down") });
+    const declined = new Error("card declined");
+    const caught = await (async () => {
+      await using lease = await locks.acquire("charge");
+      expect(lease.fence).toBeGreaterThan(0);
+      down = true;
+      throw declined;
+    })().catch((e: unknown) => e);
+    expect(caught).toBe(declined);
   });
 });
 
