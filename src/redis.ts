@@ -7,8 +7,8 @@ import type { LuaScript } from "./scripts.gen.ts";
  * `@upstash/redis` fits it as is; so does any client with the same two methods.
  */
 export interface RedisClient {
-  evalsha<TArgs extends unknown[], TData = unknown>(sha1: string, keys: string[], args: TArgs): Promise<TData>;
-  eval<TArgs extends unknown[], TData = unknown>(script: string, keys: string[], args: TArgs): Promise<TData>;
+  evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
   /** Only for `wake: "push"`: SUBSCRIBE as @upstash/redis serves it, over server-sent events. */
   subscribe?(channel: string): WakeSubscriber;
 }
@@ -57,10 +57,10 @@ export async function runScript(
   const call = async () => {
     try {
       const sha1 = scriptSha1(script);
-      return await redis.evalsha<string[], unknown>(typeof sha1 == "string" ? sha1 : await sha1, keys, args);
+      return await redis.evalsha(typeof sha1 == "string" ? sha1 : await sha1, keys, args);
     } catch (error) {
       if (!messageOf(error).includes("NOSCRIPT")) throw error;
-      return await redis.eval<string[], unknown>(script.text, keys, args);
+      return await redis.eval(script.text, keys, args);
     }
   };
   let reply: unknown;

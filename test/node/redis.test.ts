@@ -31,6 +31,21 @@ async function failure(promise: Promise<unknown>) {
   return { error: error as Error, ms: performance.now() - started };
 }
 
+describe("the Redis client", () => {
+  // Type-checked by `npm test` too: a wrapper typed as fencelock calls it must fit, not only a generic one.
+  it("may be any object whose evalsha and eval take string arguments, such as a logging wrapper", async () => {
+    const redis = upstash();
+    const calls: string[] = [];
+    const wrapper = {
+      evalsha: (sha1: string, keys: string[], args: string[]): Promise<unknown> => (calls.push("evalsha"), redis.evalsha(sha1, keys, args)),
+      eval: (script: string, keys: string[], args: string[]): Promise<unknown> => (calls.push("eval"), redis.eval(script, keys, args)),
+    };
+    const locks = createLocks({ redis: wrapper, prefix: uniquePrefix("wrapper") });
+    expect(await (await locks.acquire("job")).release()).toBe("released");
+    expect(calls.filter((call) => call === "evalsha")).toHaveLength(2);
+  });
+});
+
 describe("a Redis that is down or slow", () => {
   it("reports a refused connection as LockUnavailableError, not as busy, and fast", async () => {
     const locks = locksAt("http://127.0.0.1:9", "token", { retries: 0 });
