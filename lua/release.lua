@@ -7,6 +7,8 @@
 -- the lease had already expired or changed hands.
 local lock, fenceKey, queue, alive = unpack(KEYS)
 local owner, fence, seen, retryWindowMs = ARGV[1], ARGV[2], 'q:' .. ARGV[3], ARGV[4]
+-- The lease by owner and fence: one with the right fence and another owner was never released.
+local lease = owner .. fence
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds', seen)
 if cur[1] == owner and cur[2] == fence then
   local holds = tonumber(cur[3])
@@ -22,7 +24,7 @@ if cur[1] == owner and cur[2] == fence then
   -- Remembered so that a retry of this release reports "released", not "expired". A field
   -- new to the record may mean the record itself is new (it was evicted while the lock was
   -- held): give it a TTL, or it would stay for good. Its retries come within the window.
-  if redis.call('HSET', fenceKey, 'released', fence) == 1 then
+  if redis.call('HSET', fenceKey, 'released', lease) == 1 then
     redis.call('PEXPIRE', fenceKey, retryWindowMs)
   end
   -- An empty queue is a missing key: the uncontended path skips the handover.
@@ -59,7 +61,7 @@ if cur[1] == owner and cur[2] == fence then
   end
   return {1, 0}
 end
-if redis.call('HGET', fenceKey, 'released') == fence then
+if redis.call('HGET', fenceKey, 'released') == lease then
   return {1, 0}
 end
 return {0}

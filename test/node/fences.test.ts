@@ -94,4 +94,12 @@ describe("fencing tokens", () => {
     expect(await locks.resume(lease).release()).toBe("released");
     expect((await locks.acquire("a")).fence).toBeGreaterThan(lease.fence);
   });
+
+  it("tell only the lease that was released so: the same fence under another owner is told expired", async () => {
+    const locks = createLocks({ redis, prefix: "forged" });
+    const lease = await locks.acquire("a");
+    await lease.release();
+    expect(await locks.resume({ name: "a", owner: "0".repeat(32), fence: lease.fence }).release()).toBe("expired");
+    expect(await locks.resume(lease).release()).toBe("released");
+  });
 });
