@@ -14,7 +14,7 @@ export interface Fenced<T> {
 export interface FencedStore {
   /** Registers `fence` before a read-modify-write; throws StaleFenceError if a higher one was seen (see ttlMs). */
   claim(resource: string, fence: number): Promise<void>;
-  /** Stores `value` (any JSON) iff `fence` is at least the highest seen; else StaleFenceError. */
+  /** Stores `value` (any JSON, as JSON.stringify writes it) iff `fence` is at least the highest seen; else StaleFenceError. */
   write(resource: string, value: unknown, fence: number): Promise<void>;
   /** The current value, or null when none was written. With `{ fence }`, claims first, atomically. */
   read<T = unknown>(resource: string, options?: { fence?: number }): Promise<Fenced<T> | null>;

@@ -34,11 +34,16 @@ export interface Locks {
   acquire(name: string, options?: AcquireOptions): Promise<Lease>;
   /** One attempt: the lease, or null when the lock is busy. */
   tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null>;
-  /** Runs `fn` under the lock and releases it afterwards, whether `fn` returned or threw. */
+  /**
+   * Runs `fn` under the lock and releases it afterwards, whether `fn` returned or threw. Resolves
+   * with `fn`'s result even if the lease lapsed meanwhile (the fence decides what counted; watch
+   * `lease.signal` to stop early): an error then would invite a retry of work already done.
+   */
   withLock<T>(name: string, fn: (lease: Lease) => Promise<T> | T, options?: AcquireOptions): Promise<T>;
   /**
    * Continues a lease taken in another invocation; call heartbeat() to confirm it. It is the
-   * same hold, not one more: release the resumed lease or the original, never both.
+   * same hold, not one more: release the resumed lease or the original, never both. Only name,
+   * owner and fence are read; heartbeats extend by this lock set's leaseMs.
    */
   resume(held: HeldLease): Lease;
   inspect(name: string): Promise<LockState>;
