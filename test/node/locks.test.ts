@@ -178,6 +178,19 @@ describe("withLock", () => {
     await expect(locks.withLock("ticket", () => Promise.reject(boom))).rejects.toBe(boom);
     expect((await locks.inspect("ticket")).held).toBe(false);
   });
+
+  // An error here would invite a retry of work that has happened; fn sees the loss in lease.signal.
+  it("resolves with fn's result even if the lease lapsed while fn ran, which fn could see", async () => {
+    const prefix = uniquePrefix("with-lapsed");
+    const locks = lockSet(prefix, 200);
+    const result = await locks.withLock("ticket", async (lease) => {
+      await sleep(300);
+      const next = await lockSet(prefix).tryAcquire("ticket");
+      await next?.release();
+      return { lost: lease.signal.aborted, overtaken: next !== null };
+    });
+    expect(result).toEqual({ lost: true, overtaken: true });
+  });
 });
 
 describe("hostile and unusual names", () => {
