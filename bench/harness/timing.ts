@@ -15,3 +15,9 @@ export function abortAt(deadline: number): { signal: AbortSignal; dispose(): voi
 export function progress(message: string): void {
   process.stderr.write(`[bench ${(now() / 1000).toFixed(1)}s] ${message}\n`);
 }
+
+/** A full GC when node runs with --expose-gc (npm run bench does); otherwise nothing. */
+export function collectGarbage(): void {
+  const gc: unknown = Reflect.get(globalThis, "gc");
+  if (typeof gc === "function") gc();
+}

@@ -21,11 +21,11 @@ export function renderMarkdown(results: BenchResults): string {
     "",
     handoffPart(results),
     "",
-    `## 3. Scaling (fencelock, ${scaling.cellMs / 1000} s per cell)`,
+    `## 3. Scaling (distinct names: fencelock; contenders on one name: every library; ${scaling.cellMs / 1000} s per cell)`,
     "",
-    scalingSection(results.scaling),
+    scalingSection(results.scaling, scaling.cellMs),
     "",
-    "## 4. Bundle size (`npm run size`)",
+    "## 4. Bundle size (`npm run size`, and the peers bundled the same way: esbuild, minified, gzip -9)",
     "",
     sizeSection(results.size),
     "",
@@ -44,7 +44,7 @@ function handoffPart(results: BenchResults): string {
   const { handoff } = results.plans;
   const pushNote = results.push.available ? "" : `\n\n> fencelock push was not measured: ${results.push.reason}`;
   return [
-    `## 2. Contended handoff (${handoff.clients} clients, one name, hold ${handoff.holdMs} ms, ${handoff.durationMs / 1000} s per library and table, in ${handoff.rounds} round${handoff.rounds === 1 ? "" : "s"} of rotating order)`,
+    `## 2. Contended handoff (${handoff.clients} clients, one name, hold ${handoff.holdMs} ms, ${handoff.durationMs / 1000} s per library and table, in ${handoff.rounds} round${handoff.rounds === 1 ? "" : "s"} of random order, with a GC before each run)`,
     "",
     "A gap runs from the holder calling `release()` to the next holder's `acquire()` resolving. \"To a waiter\": only where the",
     "next holder is another client that was already waiting when the release began. \"Waiting requests / s\": per client,",

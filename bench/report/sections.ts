@@ -84,15 +84,24 @@ function handoffRow(r: Measured5, reference: Measured5 | undefined, headline: He
   ];
 }
 
-export function scalingSection(cells: ScalingCell[]): string {
+export function scalingSection(cells: ScalingCell[], cellMs: number): string {
   const names = cells.filter((c) => c.axis === "names");
   const contenders = cells.filter((c) => c.axis === "contenders");
   const namesTable = table(["library", "distinct names", "clients", "ops/s", "requests / op", "wait p50 ms", "wait p99 ms"],
     names.map((c) => [c.library, num(c.names, 0), String(c.clients), num(c.opsPerSec), num(c.requestsPerOp, 2), num(c.waitMs.p50, 2), num(c.waitMs.p99, 2)]));
-  const contendersTable = table(["library", "contenders (1 name)", "critical sections/s", "gap to a waiter p50 ms", "requests / op", "wait p99 ms", "longest ÷ mean wait", "busiest waiter requests/s"],
-    contenders.map((c) => [c.library, String(c.clients), num(c.opsPerSec), num(c.gapP50Ms, 2), num(c.requestsPerOp, 2), num(c.waitMs.p99, 1), `${num(c.starvation)}×`, num(c.requestsPerWaiterPerSec)]));
+  const contendersTable = table(["library", "contenders (1 name)", "critical sections/s", "gap to a waiter p50 ms", "requests / op", "wait p99 ms", "longest ÷ mean wait", "clients that never held it", "busiest waiter requests/s", "overlaps"],
+    contenders.map((c) => [c.library, String(c.clients), num(c.opsPerSec), num(c.gapP50Ms, 2), num(c.requestsPerOp, 2), num(c.waitMs.p99, 1),
+      starvationCell(c, cellMs), String(c.neverHeld), num(c.requestsPerWaiterPerSec), String(c.overlaps)]));
   return ["Distinct names (each client takes the next name of a shared round-robin over N names, acquire + release, no hold):", "", namesTable,
-    "", "Contenders on one name (hold 5 ms; a client that released rejoins once another has the lock and 0–100 ms later, as in 2b):", "", contendersTable].join("\n");
+    "", "Contenders on one name (hold 5 ms; a client that released rejoins once another has the lock and 0–100 ms later, as in 2b; " +
+      "with one contender that delay, not the library, sets the rate). \"Longest ÷ mean\" is n/a where a wait as long as the cell " +
+      "is under 10× the mean (it could not show starvation); \"never held\" counts the clients left out for the whole cell. " +
+      "\"Overlaps\": a holder's acquire() resolved before the previous holder called release().", "", contendersTable].join("\n");
+}
+
+/** A wait cannot outlast its cell: where the cell is under 10× the mean wait the ratio cannot show starvation. */
+function starvationCell(c: ScalingCell, cellMs: number): string {
+  return cellMs / c.waitMs.mean < 10 ? "n/a" : `${num(c.starvation)}×`;
 }
 
 export function sizeSection(rows: Measured[]): string {

@@ -1,6 +1,6 @@
 import type { Library } from "../adapters/types.ts";
 import type { RedisStats } from "../harness/commandstats.ts";
-import { progress } from "../harness/timing.ts";
+import { collectGarbage, progress } from "../harness/timing.ts";
 import { runContention, type ContentionRun, type Rejoin } from "./contention.ts";
 import { gapMetrics, throughputMetrics, waitMetrics, type GapMetrics, type ThroughputMetrics, type WaitMetrics } from "./metrics.ts";
 
@@ -8,7 +8,7 @@ export interface HandoffPlan {
   clients: number;
   /** Per library, split evenly over the rounds. */
   durationMs: number;
-  /** Each round runs every library once, in an order that rotates from round to round. */
+  /** Each round runs every library once, in a random order of its own. */
   rounds: number;
   holdMs: number;
 }
@@ -38,9 +38,11 @@ export async function runHandoff(
   const runs = new Map<Library, ContentionRun[]>(measured.map((library) => [library, []]));
   const durationMs = plan.durationMs / plan.rounds;
   for (let round = 0; round < plan.rounds; round++) {
-    for (const [turn, library] of rotated(measured, round).entries()) {
+    for (const [turn, library] of shuffled(measured).entries()) {
       progress(`handoff (${rejoin} rejoin): round ${round + 1} of ${plan.rounds}, ${library.label} (${turn + 1} of ${measured.length}), ` +
         `${plan.clients} clients, ${durationMs / 1000} s`);
+      // No library starts with the garbage of the one before it.
+      collectGarbage();
       const run = await runContention(library, { ...plan, durationMs, rejoin, pickName: () => `handoff-${rejoin}` }, stats);
       runs.get(library)?.push(run);
     }
@@ -52,8 +54,15 @@ export async function runHandoff(
   });
 }
 
-/** The list started at `by` places in, wrapping round. */
-function rotated<T>(items: readonly T[], by: number): T[] {
-  const start = items.length === 0 ? 0 : by % items.length;
-  return [...items.slice(start), ...items.slice(0, start)];
+/**
+ * A random order (Fisher–Yates): with a fixed rotation and few rounds, each library would always
+ * run right after the same other one, and inherit the state it left the machine in.
+ */
+function shuffled<T>(items: readonly T[]): T[] {
+  const order = [...items];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [order[i], order[j]] = [order[j] as T, order[i] as T];
+  }
+  return order;
 }

@@ -2,7 +2,7 @@ import type { Library, Transport } from "../adapters/types.ts";
 import { commandDelta, totalCommands, type CommandCounts, type RedisStats } from "../harness/commandstats.ts";
 import { allRequests } from "../harness/requests.ts";
 import { round } from "../harness/stats.ts";
-import { now, progress } from "../harness/timing.ts";
+import { collectGarbage, now, progress } from "../harness/timing.ts";
 import { asClient, closeClients, connectClients, oneCycle, warmUp, withClients, type Client } from "./clients.ts";
 import { measurePerCall, type PerCall } from "./per-call.ts";
 import { countCommands, turnByTurn } from "./turns.ts";
@@ -104,11 +104,6 @@ function rotated(count: number, round: number): number[] {
   return Array.from({ length: count }, (_, i) => (i + round) % count);
 }
 
-/** A full GC when node runs with --expose-gc (npm run bench does); otherwise nothing. */
-function collectGarbage(): void {
-  const gc: unknown = Reflect.get(globalThis, "gc");
-  if (typeof gc === "function") gc();
-}
 
 async function measureRound(clients: Client[], ms: number, stats: RedisStats, tally: Tally | undefined): Promise<void> {
   if (!tally) return;
