@@ -53,10 +53,10 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('PEXPIRE', fenceKey, fenceTtlMs)
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
-      -- The channel is the SHA-1 of the lock key (pushWaiter in src/wake.ts): 40 characters that
-      -- are safe in a URL path and an event line, worked out here rather than on every release.
-      -- 'ticket:fence': the colon keeps a client's JSON parsing from making it a number.
-      redis.call('PUBLISH', redis.sha1hex(lock), ticket .. ':' .. newFence)
+      -- Published on the heir's own channel, the SHA-1 of the lock key and its ticket (pushWaiter in
+      -- src/wake.ts): safe in a URL path and an event line, and no other waiter's stream carries
+      -- it, where one channel per lock had every waiter's stream carry every handover.
+      redis.call('PUBLISH', redis.sha1hex(lock) .. '.' .. ticket, newFence)
     end
   end
   return {1, 0}

@@ -20,8 +20,9 @@ export const pollWaiter: Waiter = {
  * first busy attempt and the next attempt waits for its confirmation (as long as it would
  * sleep anyway), so a release between the two is caught by that attempt and every later one
  * arrives as a message. The release
- * takes the lock for the waiter first in line and names it with the new fence, so only that
- * one wakes (no herd) and it needs no further request. Without its message a waiter retries
+ * takes the lock for the waiter first in line and publishes the new fence on that waiter's own
+ * channel, so only it wakes, no other waiter's stream carries the message (no herd, however
+ * long the line), and it needs no further request. Without its message a waiter retries
  * when the holder's TTL runs out, and at least every second to keep its place in line, so a
  * lost message or an expiry (which publishes nothing) costs little. A stream can also die
  * without a word (fetch drops a body idle for 5 minutes, and Upstash sends no keep-alives), so
@@ -40,9 +41,9 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string):
       }
       if (!stream) {
         openedAt = performance.now();
-        // release.lua publishes on the SHA-1 of the lock key: safe in a URL path and in the
-        // comma-separated lines of the event stream, whatever the lock's name.
-        stream = openStream(redis, await sha1Hex(lockKey), ticket);
+        // release.lua publishes a handover on the heir's own channel, the SHA-1 of the lock key and
+        // its ticket: safe in a URL path and in the comma-separated lines of the event stream.
+        stream = openStream(redis, `${await sha1Hex(lockKey)}.${ticket}`);
         // The attempt after the confirmation catches a release made before it. Without one in
         // time (a proxy may buffer the stream) it attempts anyway, and polls until one comes.
         if (await stream.ready(waitMs, signal)) return;
@@ -65,7 +66,7 @@ interface WakeStream {
   close(): Promise<void>;
 }
 
-function openStream(redis: RedisClient, channel: string, ticket: string): WakeStream {
+function openStream(redis: RedisClient, channel: string): WakeStream {
   let live = false;
   let failed = false;
   let granted: number | undefined;
@@ -82,11 +83,10 @@ function openStream(redis: RedisClient, channel: string, ticket: string): WakeSt
   if (subscriber) {
     subscriber.on("subscribe", () => ((live = true), wakeAll()));
     subscriber.on("error", () => ((live = false), (failed = true), wakeAll()));
-    // "<ticket>:<fence>": release.lua handed the lock to this waiter.
+    // A fence: release.lua handed the lock to this waiter.
     subscriber.on("message", (event) => {
-      const [to, fence] = String(typeof event === "object" && event && "message" in event && event.message).split(":");
-      const handed = Number(fence);
-      if (to !== ticket || !Number.isSafeInteger(handed) || handed <= 0) return;
+      const handed = Number(typeof event === "object" && event && "message" in event && event.message);
+      if (!Number.isSafeInteger(handed) || handed <= 0) return;
       granted = handed;
       wakeAll();
     });

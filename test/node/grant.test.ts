@@ -224,12 +224,12 @@ describe("a push waiter's messages", () => {
     return { fence, woke: performance.now() - started < 500 };
   };
 
-  it("takes the fence from a handover addressed to it", async () => {
-    expect(await heard("T:42")).toEqual({ fence: 42, woke: true });
+  it("takes the fence from a handover on its channel", async () => {
+    expect(await heard("42")).toEqual({ fence: 42, woke: true });
   });
 
-  it("ignores handovers to other waiters, and malformed fences", async () => {
-    expect(await heard("U:42", "TT:42", "T:4.5", "T:-3", "T:9007199254740993", "T:", "T")).toEqual({ fence: undefined, woke: false });
+  it("ignores malformed fences", async () => {
+    expect(await heard("4.5", "-3", "9007199254740993", "", "T:42", "x")).toEqual({ fence: undefined, woke: false });
   });
 });
 

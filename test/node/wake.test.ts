@@ -148,12 +148,49 @@ describe("push wake-ups", () => {
     await lease.release();
   });
 
-  it("listens on the channel release.lua publishes on, safe in a URL path whatever the name", async () => {
-    // A push waiter subscribes to sha1Hex(lock key); release.lua publishes on redis.sha1hex(lock key).
-    const key = lockKeys("app", "order:{42}/%7B ü,x?#").lock;
-    const channel = await sha1Hex(key);
-    expect(channel).toMatch(/^[0-9a-f]{40}$/);
-    expect(await upstash().eval("return redis.sha1hex(KEYS[1])", [key], [])).toBe(channel);
-    expect(await sha1Hex(lockKeys("app", "a").lock)).not.toBe(await sha1Hex(lockKeys("other", "a").lock));
+  it("listens on a channel of its own, the one release.lua publishes its handover on, safe in a URL path", async () => {
+    const prefix = uniquePrefix("push-channel");
+    const name = "order:{42}/%7B ü,x?#";
+    const holder = await createLocks({ redis: upstash(), prefix }).acquire(name);
+    const channels: string[] = [];
+    const real = upstash();
+    const client: RedisClient = { ...observedRedis().client, subscribe: (channel) => (channels.push(channel), real.subscribe(channel)) };
+    const waiting = createLocks({ redis: client, prefix }).acquire(name, { waitMs: 5_000, wake: "push" });
+    await vi.waitFor(() => expect(channels).toHaveLength(1));
+    const [sha1, ticket] = channels[0]?.split(".") ?? [];
+    // release.lua's redis.sha1hex(lock key), then the waiter's ticket: 73 characters, whatever the name.
+    expect(sha1).toBe(await real.eval("return redis.sha1hex(KEYS[1])", [lockKeys(prefix, name).lock], []));
+    expect(ticket).toMatch(/^[0-9a-f]{32}$/);
+    await holder.release();
+    await (await waiting).release();
+  });
+
+  it("sends a handover down the heir's stream only, however many wait", async () => {
+    const prefix = uniquePrefix("push-only-heir");
+    const holder = await heldLock(prefix);
+    const heard: string[] = [];
+    const listening = (who: string): RedisClient => {
+      const real = upstash();
+      return {
+        ...observedRedis().client,
+        subscribe(channel) {
+          const subscriber = real.subscribe(channel);
+          subscriber.on("message", () => heard.push(who));
+          return subscriber;
+        },
+      };
+    };
+    const inspector = createLocks({ redis: upstash(), prefix });
+    const first = createLocks({ redis: listening("first"), prefix }).acquire("gate", { waitMs: 5_000, wake: "push" });
+    await vi.waitFor(async () => expect(await inspector.inspect("gate")).toMatchObject({ waiters: 1 }));
+    const second = createLocks({ redis: listening("second"), prefix }).acquire("gate", { waitMs: 5_000, wake: "push" });
+    await vi.waitFor(async () => expect(await inspector.inspect("gate")).toMatchObject({ waiters: 2 }));
+    await sleep(200); // both streams confirmed
+    await holder.release();
+    const lease = await first;
+    await sleep(200); // time for any message to reach the second stream
+    expect(heard).toEqual(["first"]);
+    await lease.release();
+    await (await second).release();
   });
 });
