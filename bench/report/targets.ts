@@ -95,10 +95,10 @@ function starvationTarget(results: BenchResults, measured: ReadonlyArray<{ run: 
   const missed = measured.some(({ row }) => row.starvation > STARVATION_LIMIT);
   const ceilings = blind.map(({ run, row }) => `${run} at most ${num(roundMs / row.waitMs.mean)}×`);
   // Even where it can, only a wait that began early enough in its round can show it.
-  const window = measured.map(({ run, row }) =>
+  const earlyEnough = measured.map(({ run, row }) =>
     `${run} only for a wait begun in the first ${num(Math.max(0, roundMs - STARVATION_LIMIT * row.waitMs.mean) / 1000, 2)} s of its ${num(roundMs / 1000)} s round`);
   const why = blind.length === 0
-    ? `; a ${STARVATION_LIMIT}× wait shows ${window.join(", ")} (a weak check; see also sections per client and round)`
+    ? `; a ${STARVATION_LIMIT}× wait shows ${earlyEnough.join(", ")} (a weak check; see also sections per client and round)`
     : `; a wait cannot outlast its ${num(roundMs / 1000)} s round, so this run could show ${ceilings.join(", ")}`;
   return {
     text: `Poll mode: no client starved beyond ${STARVATION_LIMIT}× the mean wait`,
