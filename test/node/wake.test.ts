@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { createLocks, type RedisClient } from "../../src/index.ts";
-import { lockKeys, sha1Hex } from "../../src/keys.ts";
+import { lockKeys } from "../../src/keys.ts";
 import type { WakeSubscriber } from "../../src/redis.ts";
 import { sleep } from "../../src/wait.ts";
 import { counting, withFetch } from "../support/fetch-wrappers.ts";
@@ -19,18 +19,26 @@ interface Tweaks {
 function observedRedis(tweaks: Tweaks = {}) {
   const real = upstash();
   const seen = { subscribed: 0, unsubscribed: 0 };
+  /** Channels subscribed to, and the events the waiter was given. */
+  const heard = { channels: [] as string[], confirmations: 0, messages: 0 };
   const client: RedisClient = {
     evalsha: (sha, keys, args) => real.evalsha(sha, keys, args),
     eval: (script, keys, args) => real.eval(script, keys, args),
     subscribe(channel): WakeSubscriber {
       const subscriber = real.subscribe(channel);
       seen.subscribed++;
+      heard.channels.push(channel);
       return {
         on(type, listener) {
           if (type === "message" && tweaks.dropMessages) return;
           if (type === "subscribe" && tweaks.neverConfirm) return;
-          const delayed = () => void sleep(tweaks.confirmAfterMs ?? 0).then(listener);
-          subscriber.on(type, type === "subscribe" && tweaks.confirmAfterMs ? delayed : listener);
+          const counted = (event: unknown) => {
+            if (type === "subscribe") heard.confirmations++;
+            if (type === "message") heard.messages++;
+            listener(event);
+          };
+          const delayed = (event: unknown) => void sleep(tweaks.confirmAfterMs ?? 0).then(() => counted(event));
+          subscriber.on(type, type === "subscribe" && tweaks.confirmAfterMs ? delayed : counted);
         },
         async unsubscribe() {
           seen.unsubscribed++;
@@ -39,7 +47,7 @@ function observedRedis(tweaks: Tweaks = {}) {
       };
     },
   };
-  return { client, seen };
+  return { client, seen, heard };
 }
 
 async function heldLock(prefix: string, leaseMs = 10_000) {
@@ -152,14 +160,12 @@ describe("push wake-ups", () => {
     const prefix = uniquePrefix("push-channel");
     const name = "order:{42}/%7B ü,x?#";
     const holder = await createLocks({ redis: upstash(), prefix }).acquire(name);
-    const channels: string[] = [];
-    const real = upstash();
-    const client: RedisClient = { ...observedRedis().client, subscribe: (channel) => (channels.push(channel), real.subscribe(channel)) };
+    const { client, heard } = observedRedis();
     const waiting = createLocks({ redis: client, prefix }).acquire(name, { waitMs: 5_000, wake: "push" });
-    await vi.waitFor(() => expect(channels).toHaveLength(1));
-    const [sha1, ticket] = channels[0]?.split(".") ?? [];
+    await vi.waitFor(() => expect(heard.channels).toHaveLength(1));
+    const [sha1, ticket] = heard.channels[0]?.split(".") ?? [];
     // release.lua's redis.sha1hex(lock key), then the waiter's ticket: 73 characters, whatever the name.
-    expect(sha1).toBe(await real.eval("return redis.sha1hex(KEYS[1])", [lockKeys(prefix, name).lock], []));
+    expect(sha1).toBe(await upstash().eval("return redis.sha1hex(KEYS[1])", [lockKeys(prefix, name).lock], []));
     expect(ticket).toMatch(/^[0-9a-f]{32}$/);
     await holder.release();
     await (await waiting).release();
@@ -168,28 +174,17 @@ describe("push wake-ups", () => {
   it("sends a handover down the heir's stream only, however many wait", async () => {
     const prefix = uniquePrefix("push-only-heir");
     const holder = await heldLock(prefix);
-    const heard: string[] = [];
-    const listening = (who: string): RedisClient => {
-      const real = upstash();
-      return {
-        ...observedRedis().client,
-        subscribe(channel) {
-          const subscriber = real.subscribe(channel);
-          subscriber.on("message", () => heard.push(who));
-          return subscriber;
-        },
-      };
-    };
+    const [heir, next] = [observedRedis(), observedRedis()];
     const inspector = createLocks({ redis: upstash(), prefix });
-    const first = createLocks({ redis: listening("first"), prefix }).acquire("gate", { waitMs: 5_000, wake: "push" });
-    await vi.waitFor(async () => expect(await inspector.inspect("gate")).toMatchObject({ waiters: 1 }));
-    const second = createLocks({ redis: listening("second"), prefix }).acquire("gate", { waitMs: 5_000, wake: "push" });
-    await vi.waitFor(async () => expect(await inspector.inspect("gate")).toMatchObject({ waiters: 2 }));
-    await sleep(200); // both streams confirmed
+    const first = createLocks({ redis: heir.client, prefix }).acquire("gate", { waitMs: 5_000, wake: "push" });
+    await vi.waitFor(() => expect(heir.heard.confirmations).toBe(1));
+    const second = createLocks({ redis: next.client, prefix }).acquire("gate", { waitMs: 5_000, wake: "push" });
+    await vi.waitFor(() => expect(next.heard.confirmations).toBe(1));
+    expect(await inspector.inspect("gate")).toMatchObject({ waiters: 2 });
     await holder.release();
     const lease = await first;
     await sleep(200); // time for any message to reach the second stream
-    expect(heard).toEqual(["first"]);
+    expect([heir.heard.messages, next.heard.messages]).toEqual([1, 0]);
     await lease.release();
     await (await second).release();
   });
