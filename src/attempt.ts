@@ -50,7 +50,7 @@ export function attemptAcquire(run: Run, backend: LeaseBackend) {
     // land it later, when it would undo the next attempt's hold: the call fails instead.
     if (validUntil - performance.now() < leaseMs / 10) {
       await run(scripts.leave, name, [ticket], owner);
-      return { busyForMs: 0, position: -1, newestFence: fenceOrTtl };
+      return { busyForMs: -1, position: -1, newestFence: fenceOrTtl };
     }
     return new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);
   };

@@ -134,7 +134,7 @@ export class Lease implements AsyncDisposable {
   // newer deadline and stops.
   #watch(): void {
     if (this.remainingMs() === 0) {
-      this.#end("it lapsed without a heartbeat");
+      this.#end("it lapsed before a heartbeat extended it");
       return;
     }
     // Time left means a deadline is set.
@@ -142,6 +142,6 @@ export class Lease implements AsyncDisposable {
     const waitMs = Math.ceil(deadline - performance.now());
     AbortSignal.timeout(waitMs).addEventListener("abort", () => {
       if (this.#validUntil === deadline) this.#watch();
-    }, { once: true });
+    });
   }
 }

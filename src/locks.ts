@@ -1,5 +1,5 @@
 import { RETRY_WINDOW_MS, attemptAcquire, leaseBackend } from "./attempt.ts";
-import { LockConfigError, LockTimeoutError } from "./errors.ts";
+import { LockConfigError, LockTimeoutError, LockUnavailableError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
 import { checkName, lockKeys, newToken } from "./keys.ts";
 import { Lease, driftMs } from "./lease.ts";
@@ -32,7 +32,7 @@ export interface HeldLease {
 export interface Locks {
   /** Waits up to `waitMs` for the lock; throws LockTimeoutError if it stays busy. */
   acquire(name: string, options?: AcquireOptions): Promise<Lease>;
-  /** One attempt: the lease, or null when the lock is busy. */
+  /** One attempt: the lease, or null when the lock is busy (or its reply came too late for leaseMs). */
   tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null>;
   /**
    * Runs `fn` under the lock and releases it afterwards, whether `fn` returned or threw. Resolves
@@ -140,7 +140,10 @@ export function createLocks(options: LocksOptions): Locks {
     const waitMs = opts.waitMs ?? config.waitMs;
     const outcome = await acquireWithin(name, opts, waitMs);
     if (outcome instanceof Lease) return outcome;
-    throw new LockTimeoutError(name, waitMs, outcome.busyForMs);
+    // The last attempt found the lock free, and its reply too late to use: "busy, raise waitMs" would mislead.
+    throw outcome.busyForMs < 0
+      ? new LockUnavailableError("Redis took most of leaseMs to answer; raise leaseMs.")
+      : new LockTimeoutError(name, waitMs, outcome.busyForMs);
   }
 
   async function tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null> {

@@ -11,9 +11,7 @@ export const ms = (min: number, max: number) =>
   );
 
 const redisClient = z.custom<RedisClient>(
-  (v) =>
-    typeof v === "object" && v !== null &&
-    typeof (v as RedisClient).evalsha === "function" && typeof (v as RedisClient).eval === "function",
+  (v) => typeof (v as RedisClient | undefined)?.evalsha === "function" && typeof (v as RedisClient | undefined)?.eval === "function",
   "expected a Redis client such as new Redis({ url, token }) from @upstash/redis",
 );
 

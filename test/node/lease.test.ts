@@ -27,6 +27,16 @@ describe("validity on the client", () => {
     expect((await locks.inspect("job")).held).toBe(false);
   });
 
+  it("says a free lock behind slow replies needs a longer lease, not more waiting", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("late-wait"), leaseMs: 400 });
+    await (await locks.acquire("warm")).release(); // scripts loaded: one request per attempt
+    const error = await withFetch(delayingResponses(380), () => locks.acquire("job", { waitMs: 1_000 }).catch((e: unknown) => e));
+    // Every attempt took the lock and gave it back; LockTimeoutError would say "stayed busy, raise waitMs".
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect((error as Error).message).toBe("Redis took most of leaseMs to answer; raise leaseMs.");
+    expect(await locks.inspect("job")).toMatchObject({ held: false, waiters: 0 });
+  });
+
   it("gives back a reentrant hold whose reply came too late, so the retry counts it again", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("late-join"), leaseMs: 2_000 });
     const outer = await locks.acquire("job");
@@ -124,7 +134,7 @@ describe("validity on the client", () => {
     await aborted;
     expect(lease.remainingMs()).toBe(0);
     expect(lease.signal.reason).toBeInstanceOf(LockLostError);
-    expect(lease.signal.reason.message).toMatch(/lapsed without a heartbeat/);
+    expect(lease.signal.reason.message).toMatch(/lapsed before a heartbeat extended it/);
   });
 
   it("keeps the signal live across heartbeats", async () => {
