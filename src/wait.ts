@@ -15,8 +15,8 @@ export interface Busy {
 /**
  * How long to sleep before the next attempt: grows 50, 100, 200 ... 800 ms, but no longer
  * than 50 ms per place ahead in line (the first in line looks every 50 ms, so a free lock
- * does not sit idle while its next holder sleeps), never past the holder's remaining TTL
- * or the wait budget, with jitter so that waiters do not retry in step.
+ * does not sit idle while its next holder sleeps), never more than 50 ms past the holder's
+ * remaining TTL, never past the wait budget, with jitter so that waiters do not retry in step.
  */
 export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, budgetMs: number, random = Math.random): number {
   const cap = Math.min(MAX_RETRY_MS, MIN_RETRY_MS * (Math.max(position, 0) + 1));
@@ -24,8 +24,9 @@ export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, bud
   const floored = Math.max(MIN_RETRY_MS, grown * (0.5 + random() / 2));
   // Promised to someone earlier: the holder's TTL says nothing about our turn.
   const reserved = busyForMs === 0 && position > 0;
-  // +1: the key is gone only once its TTL has fully elapsed.
-  const untilFree = reserved ? Infinity : Math.max(1, busyForMs + 1);
+  // A look right as the TTL ends would come sooner than 50 ms after a short one, and a holder
+  // that heartbeats late keeps it short: each such look would find it extended.
+  const untilFree = reserved ? Infinity : busyForMs + MIN_RETRY_MS;
   return Math.max(0, Math.min(floored, untilFree, budgetMs));
 }
 

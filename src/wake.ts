@@ -1,6 +1,6 @@
 import { sha1Hex } from "./keys.ts";
 import type { RedisClient, WakeSubscriber } from "./redis.ts";
-import { QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./wait.ts";
+import { MIN_RETRY_MS, QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./wait.ts";
 
 /** How acquire() spends the time between two attempts on a busy lock. */
 export interface Waiter {
@@ -23,7 +23,7 @@ export const pollWaiter: Waiter = {
  * takes the lock for the waiter first in line and publishes the new fence on that waiter's own
  * channel, so only it wakes, no other waiter's stream carries the message (no herd, however
  * long the line), and it needs no further request. Without its message a waiter retries
- * when the holder's TTL runs out, and at least every second to keep its place in line, so a
+ * 50 ms after the holder's TTL runs out, and at least every second to keep its place in line, so a
  * lost message or an expiry (which publishes nothing) costs little. A stream can also die
  * without a word (fetch drops a body idle for 5 minutes, and Upstash sends no keep-alives), so
  * a waiter opens a fresh one every minute.
@@ -34,7 +34,8 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string):
   return {
     async pause(tries, busy, budgetMs, signal) {
       const refreshMs = QUEUE_ALIVE_MS / 2;
-      const waitMs = Math.min(busy.busyForMs > 0 ? busy.busyForMs + 1 : refreshMs, refreshMs, budgetMs);
+      // As a polling waiter's (retryDelayMs): no sooner than 50 ms, nor more than 50 ms past the TTL.
+      const waitMs = Math.min(busy.busyForMs > 0 ? busy.busyForMs + MIN_RETRY_MS : refreshMs, refreshMs, budgetMs);
       if (stream && performance.now() - openedAt > 60_000) {
         stream.close().catch(() => undefined);
         stream = undefined;

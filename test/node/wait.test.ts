@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createLocks, LockTimeoutError } from "../../src/index.ts";
+import { createLocks, LockTimeoutError, type Lease } from "../../src/index.ts";
 import { MIN_RETRY_MS, QUEUE_ALIVE_MS, retryDelayMs, sleep } from "../../src/wait.ts";
+import { countingAcquires } from "../support/counting-client.ts";
 import { counting, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
@@ -22,10 +23,15 @@ describe("retryDelayMs", () => {
     expect(retryDelayMs(30, busy(10_000, 1), 10_000, () => 0.999_999)).toBeCloseTo(100, 0);
   });
 
-  it("never sleeps past the holder's remaining TTL or the caller's budget", () => {
-    expect(retryDelayMs(3, busy(20), 10_000)).toBe(21);
+  it("looks again within 50 ms of the holder's TTL running out, and never past the caller's budget", () => {
+    expect(retryDelayMs(3, busy(20), 10_000)).toBe(20 + MIN_RETRY_MS);
     expect(retryDelayMs(3, busy(10_000), 70)).toBe(70);
     expect(retryDelayMs(3, busy(10_000), 0)).toBe(0);
+  });
+
+  it("never looks again sooner than 50 ms, however little TTL the holder has left", () => {
+    expect(retryDelayMs(0, busy(1, 0), 10_000, () => 0)).toBe(MIN_RETRY_MS);
+    expect(retryDelayMs(0, busy(0, 0), 10_000, () => 0)).toBe(MIN_RETRY_MS);
   });
 
   it("backs off normally while a free lock is promised to an earlier waiter", () => {
@@ -88,6 +94,34 @@ describe("acquire waits", () => {
     ).rejects.toThrow("client went away");
     expect(performance.now() - started).toBeLessThan(2_000);
     await holder.release();
+  });
+
+  // A holder on a 100 ms lease that heartbeats every 85 ms: its TTL is often under 50 ms when the
+  // waiter looks, and a look timed to the TTL's end would find it extended, over and over.
+  it.each(["poll", "push"] as const)("makes at most 20 attempts a second (%s) while a holder heartbeats late on a short lease", async (wake) => {
+    const prefix = uniquePrefix(`wait-rate-${wake}`);
+    const holderLocks = createLocks({ redis: upstash(), prefix, leaseMs: 100 });
+    const { client, attempts } = await countingAcquires();
+    const holder = await holderLocks.acquire("job");
+    // Each heartbeat through a lease resumed afresh: the server, not the holder's own clock, decides.
+    let holding = true;
+    const beating = (async () => {
+      for (let next = performance.now() + 85; holding; next += 85) {
+        await sleep(Math.max(0, next - performance.now()));
+        if (holding) await holderLocks.resume(holder).heartbeat().catch(() => (holding = false));
+      }
+    })();
+    const started = performance.now();
+    // Usually a LockTimeoutError after 3 s; a heartbeat late by 15 ms lets the waiter in sooner,
+    // and the rate over the shorter wait counts the same.
+    const outcome = await createLocks({ redis: client, prefix }).acquire("job", { waitMs: 3_000, wake }).catch((e: unknown) => e);
+    const seconds = (performance.now() - started) / 1000;
+    holding = false;
+    await beating;
+    await holder.release();
+    if (!(outcome instanceof LockTimeoutError)) await (outcome as Lease).release();
+    // +1: the first attempt follows no pause. Before, a look timed to the TTL's end made 72 in 3 s.
+    expect(attempts.n).toBeLessThanOrEqual(Math.ceil(20 * seconds) + 1);
   });
 
   it("returns null from tryAcquire when busy, after a single request", async () => {
