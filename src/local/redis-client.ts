@@ -41,9 +41,9 @@ export async function connectRedis(url: string): Promise<Redis> {
  * (which treats the end as done) can subscribe again.
  */
 export function openSubscriber(redis: Redis): Promise<Redis> {
-  const { host, port } = redis.options;
+  const { host, port, path } = redis.options;
   const subscriber = redis.duplicate({ connectionName: SUBSCRIBER_NAME, retryStrategy: () => null });
-  return ready(subscriber, `redis://${host}:${port}`);
+  return ready(subscriber, path ?? `redis://${host}:${port}`);
 }
 
 async function ready(redis: Redis, where: string): Promise<Redis> {
@@ -74,7 +74,9 @@ export function isReplyError(error: unknown): error is Error {
   return error instanceof Error && error.name === "ReplyError";
 }
 
+/** The Redis URL for messages, its password masked; a Unix socket path (no password) as it is. */
 export function redactUrl(url: string): string {
+  if (url.startsWith("/")) return url;
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = "***";

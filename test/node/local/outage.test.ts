@@ -1,8 +1,12 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Socket } from "node:net";
+import { tmpdir } from "node:os";
 import { Redis as IORedis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { RedisUnavailableError, startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
 import { freePort } from "../../../src/local/free-port.ts";
+import { findRedisServerBinary } from "../../../src/local/redis-binary.ts";
 import { localRedis } from "../../support/local-client.ts";
 import { key, rest } from "../../support/rest.ts";
 import { until } from "../../support/until.ts";
@@ -141,6 +145,33 @@ describe("startLocalUpstash", () => {
         message: expect.stringMatching(/must look like redis:\/\//),
       });
     }
+  });
+
+  it("names a Unix socket path it could not reach, rather than calling it an invalid URL", async () => {
+    const path = `${tmpdir()}/fencelock-missing-${crypto.randomUUID()}.sock`;
+    await expect(startLocalUpstash({ redisUrl: path })).rejects.toThrow(`Redis is unavailable at ${path}: `);
+  });
+
+  it("serves a Redis on a Unix socket, subscriptions included", async () => {
+    const dir = await mkdtemp(`${tmpdir()}/fencelock-socket-`);
+    const path = `${dir}/redis.sock`;
+    const binary = findRedisServerBinary() ?? "redis-server";
+    const child = spawn(binary, ["--port", "0", "--unixsocket", path, "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
+    cleanup.push(async () => {
+      child.kill();
+      await rm(dir, { recursive: true, force: true });
+    });
+    const local = await eventually(() => startLocalUpstash({ redisUrl: path }));
+    cleanup.push(() => local.close());
+    const redis = localRedis({}, local);
+    const channel = key("socket");
+    const subscriber = redis.subscribe(channel);
+    const messages: unknown[] = [];
+    subscriber.on("message", (event) => messages.push(event.message));
+    await until(async () => (await redis.publish(channel, "over the socket")) === 1, 3_000);
+    await until(async () => messages.length === 1, 3_000);
+    expect(messages).toEqual(["over the socket"]);
+    await subscriber.unsubscribe();
   });
 
   it("uses the given token and port, and close() ends keep-alive connections promptly", async () => {
