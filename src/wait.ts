@@ -24,8 +24,9 @@ export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, bud
   const floored = Math.max(MIN_RETRY_MS, grown * (0.5 + random() / 2));
   // Promised to someone earlier: the holder's TTL says nothing about our turn.
   const reserved = busyForMs === 0 && position > 0;
-  // A look right as the TTL ends would come sooner than 50 ms after a short one, and a holder
-  // that heartbeats late keeps it short: each such look would find it extended.
+  // 50 ms after the TTL runs out, not right as it does: behind a holder that heartbeats late the
+  // TTL stays short, and looks timed to its end would come faster than one per 50 ms, each
+  // finding it extended.
   const untilFree = reserved ? Infinity : busyForMs + MIN_RETRY_MS;
   return Math.max(0, Math.min(floored, untilFree, budgetMs));
 }
