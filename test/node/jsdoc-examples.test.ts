@@ -1,0 +1,286 @@
+// The JSDoc @example blocks of src/, run as written against real Redis (through the local
+// Upstash-compatible server); only the scaffolding each example implies is added here.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { DatabaseSync } from "node:sqlite";
+import { Redis } from "@upstash/redis";
+import { Hono } from "hono";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { createFencedStore, createLocks, LockLostError, StaleFenceError, type Lease, type LockState } from "../../src/index.ts";
+import {
+  fencedClaim, fencedWrite, fencedWriteSql, sql, type SqlDatabase, type SqlPreparedStatement,
+} from "../../src/fenced-sql.ts";
+import { lockGuard, requireFence, type FenceVariables, type LockVariables } from "../../src/hono.ts";
+import { fencedFetch } from "../../src/http.ts";
+import { guardFetch } from "../../src/worker.ts";
+import { until } from "../support/until.ts";
+import { uniquePrefix, upstash } from "../support/upstash.ts";
+
+/** env.DB: in-memory SQLite shaped like D1 (prepare, bind, run, first), the part fenced SQL uses. */
+function d1(...setup: string[]): SqlDatabase {
+  const db = new DatabaseSync(":memory:");
+  setup.forEach((statement) => db.exec(statement));
+  const prepare = (query: string, params: (string | number | null)[] = []): SqlPreparedStatement => ({
+    bind: (...values) => prepare(query, values.map((v) => (typeof v === "boolean" ? Number(v) : v))), // as D1 binds them
+    run: async () => ({ meta: { changes: Number(db.prepare(query).run(...params).changes) } }),
+    first: async <T>() => (db.prepare(query).get(...params) ?? null) as T | null,
+  });
+  return { prepare: (query) => prepare(query) };
+}
+
+const rows = (db: SqlDatabase, table: string) => db.prepare(`SELECT * FROM ${table}`).first();
+
+/** A Hono app on a real port, so fencedFetch goes through the real fetch(). */
+async function serve(app: Hono<{ Variables: FenceVariables }>): Promise<{ url: string; server: Server }> {
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const response = await app.fetch(new Request(`http://${req.headers.host}${req.url}`, {
+      method: req.method, headers: req.headers as Record<string, string>, body: chunks.length ? Buffer.concat(chunks) : null,
+    }));
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    res.end(Buffer.from(await response.arrayBuffer()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
+});
+
+describe("@example src/locks.ts createLocks", () => {
+  it("createLocks example: runs the work under the lock with its fence and live signal, then releases it", async () => {
+    const { url, token } = inject("upstash");
+    vi.stubEnv("UPSTASH_REDIS_REST_URL", url);
+    vi.stubEnv("UPSTASH_REDIS_REST_TOKEN", token);
+    const order = { id: "42" };
+    const calls: { fence: number; aborted: boolean; state: LockState }[] = [];
+    async function chargeCard(_order: typeof order, { fence, signal }: { fence: number; signal: AbortSignal }) {
+      calls.push({ fence, aborted: signal.aborted, state: await locks.inspect("order:42") });
+    }
+
+    const locks = createLocks({ redis: Redis.fromEnv(), prefix: "app", leaseMs: 10_000 });
+    await locks.withLock("order:42", async (lease) => {
+      await chargeCard(order, { fence: lease.fence, signal: lease.signal });
+    });
+
+    expect(calls).toEqual([{ fence: calls[0]?.state.fence, aborted: false, state: expect.objectContaining({ held: true }) }]);
+    expect((await locks.inspect("order:42")).held).toBe(false);
+  });
+});
+
+describe("@example src/fenced-store.ts createFencedStore", () => {
+  it("createFencedStore example: claims with the read, writes the invoice back, and older fences are refused after", async () => {
+    const redis = upstash();
+    const locks = createLocks({ redis, prefix: uniquePrefix("invoice") });
+    interface Invoice { id: number; total: number; paid?: boolean }
+    await createFencedStore({ redis, prefix: "shop" }).write("invoice:42", { id: 42, total: 100 }, 1); // written by an older holder
+
+    const store = createFencedStore({ redis, prefix: "shop" });
+    await locks.withLock("invoice:42", async (lease) => {
+      const current = await store.read<Invoice>("invoice:42", { fence: lease.fence }); // claim + read
+      await store.write("invoice:42", { ...current?.value, paid: true }, lease.fence);
+    });
+
+    const { fence } = await locks.inspect("invoice:42");
+    expect(await store.read("invoice:42")).toEqual({ value: { id: 42, total: 100, paid: true }, fence });
+    await expect(store.write("invoice:42", { id: 42, total: 0 }, 1)).rejects.toThrow(StaleFenceError);
+  });
+});
+
+describe("@example src/fenced-sql/expression.ts sql", () => {
+  it("sql example: the interpolated quantity is bound as a parameter, never spliced into the text", () => {
+    const quantity = 3;
+    const { text, params } = fencedWriteSql({ table: "events", key: { id: "evt-1" }, fence: 1,
+      set: { remaining: sql`remaining - ${quantity}` }, where: sql`remaining >= ${quantity}`,
+    });
+    expect(text).toContain('"remaining" = (remaining - ?)');
+    expect(text).toMatch(/AND \(remaining >= \?\)$/);
+    expect(text).not.toContain("3");
+    expect(params).toEqual([3, 1, "evt-1", 1, "evt-1", 3]);
+  });
+});
+
+describe("@example src/fenced-sql.ts fencedWrite", () => {
+  it("fencedWrite example: sells while enough remain, answers 409 sold out after, row keeps the lease's fence", async () => {
+    const env = { DB: d1("CREATE TABLE events (id TEXT PRIMARY KEY, remaining INTEGER NOT NULL, fence BIGINT NOT NULL DEFAULT 0)",
+      "INSERT INTO events (id, remaining) VALUES ('evt-1', 5)") };
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("events") });
+    async function buy(lease: Lease, quantity: number): Promise<Response> {
+      const sold = await fencedWrite(env.DB, {
+        table: "events", key: { id: "evt-1" }, fence: lease.fence,
+        set: { remaining: sql`remaining - ${quantity}` },
+        where: sql`remaining >= ${quantity}`,
+      });
+      if (!sold.accepted) return new Response("sold out", { status: 409 });
+      return new Response("sold");
+    }
+
+    const [first, second, fence] = await locks.withLock("evt-1", async (lease) =>
+      [await buy(lease, 3), await buy(lease, 3), lease.fence] as const);
+    expect([first.status, await second.text()]).toEqual([200, "sold out"]);
+    expect(await rows(env.DB, "events")).toEqual({ id: "evt-1", remaining: 2, fence });
+  });
+});
+
+describe("@example src/fenced-sql.ts fencedClaim", () => {
+  it("fencedClaim example: an older holder's write landing between the claim and the write is refused, not lost", async () => {
+    const env = { DB: d1("CREATE TABLE accounts (id TEXT PRIMARY KEY, balance INTEGER NOT NULL, fence BIGINT NOT NULL DEFAULT 0)",
+      "INSERT INTO accounts (id, balance) VALUES ('acc-1', 100)") };
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("accounts") });
+    const next = (account: Record<string, unknown> | null) => Number(account?.balance) - 30;
+    const id = "acc-1";
+    const older = await locks.acquire(`account:${id}`);
+    await older.release(); // its holder paused past the lease; its write comes later
+
+    const lease = await locks.acquire(`account:${id}`);
+    await fencedClaim(env.DB, { table: "accounts", key: { id }, fence: lease.fence });
+    const account = await env.DB.prepare("SELECT balance FROM accounts WHERE id = ?").bind(id).first();
+    await expect(fencedWrite(env.DB, { table: "accounts", key: { id }, fence: older.fence, set: { balance: 0 } }))
+      .rejects.toThrow(StaleFenceError);
+    await fencedWrite(env.DB, { table: "accounts", key: { id }, fence: lease.fence, set: { balance: next(account) } });
+
+    expect(await rows(env.DB, "accounts")).toEqual({ id, balance: 70, fence: lease.fence });
+    await lease.release();
+  });
+});
+
+describe("@example src/lock-guard.ts lockGuard", () => {
+  it("lockGuard example: one payment per order at a time, 423 with Retry-After for another, released once answered", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("orders") });
+    const charges: { id: string; fencingToken: number; aborted: boolean }[] = [];
+    let finish = () => {};
+    const paying = new Promise<void>((resolve) => (finish = resolve));
+    async function charge(id: string, { fencingToken, signal }: { fencingToken: number; signal: AbortSignal }) {
+      charges.push({ id, fencingToken, aborted: signal.aborted });
+      await paying;
+    }
+
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.post("/orders/:id/pay", lockGuard({ locks, name: (c) => `order:${c.req.param("id")}` }), async (c) => {
+      const lease = c.get("lease");
+      await charge(c.req.param("id"), { fencingToken: lease.fence, signal: lease.signal });
+      return c.json({ paid: true });
+    });
+
+    const first = app.request("/orders/42/pay", { method: "POST" });
+    await until(async () => charges.length === 1, 3_000);
+    const second = await app.request("/orders/42/pay", { method: "POST" });
+    expect(second.status).toBe(423);
+    expect(Number(second.headers.get("Retry-After"))).toBeGreaterThan(0);
+    const { fence } = await locks.inspect("order:42");
+    finish();
+    expect(await (await first).json()).toEqual({ paid: true });
+    expect(charges).toEqual([{ id: "42", fencingToken: fence, aborted: false }]);
+    expect((await locks.inspect("order:42")).held).toBe(false);
+  });
+});
+
+describe("@example src/require-fence.ts requireFence and src/fenced-fetch.ts fencedFetch", () => {
+  function blobs() {
+    const redis = upstash();
+    const store = createFencedStore({ redis, prefix: uniquePrefix("blobs") });
+    const app = new Hono<{ Variables: FenceVariables }>();
+    app.put("/blobs/:id", requireFence({ store, resource: (c) => c.req.param("id") }), async (c) => {
+      await store.write(c.req.param("id"), await c.req.json(), c.get("fence"));
+      return c.body(null, 204);
+    });
+    return { app, store, locks: createLocks({ redis, prefix: uniquePrefix("blob-locks") }) };
+  }
+  const put = (app: Hono<{ Variables: FenceVariables }>, token?: string) =>
+    app.request("/blobs/invoice-42", { method: "PUT", body: '{"paid":true}', headers: token ? { "Fencing-Token": token } : {} });
+
+  it("requireFence example: stores with the current fence; 428 without one, 400 malformed, 409 older with the highest", async () => {
+    const { app, store, locks } = blobs();
+    const lease = await locks.acquire("invoice-42");
+    expect((await put(app, String(lease.fence))).status).toBe(204);
+    expect(await store.read("invoice-42")).toEqual({ value: { paid: true }, fence: lease.fence });
+    expect((await put(app)).status).toBe(428);
+    expect((await put(app, "abc")).status).toBe(400);
+    const stale = await put(app, String(lease.fence - 1));
+    expect(stale.status).toBe(409);
+    expect(await stale.json()).toMatchObject({ highestFence: lease.fence });
+    await lease.release();
+  });
+
+  it("requireFence example: a StaleFenceError from the handler's write (a newer holder got in meanwhile) is a 409 too", async () => {
+    const { app, store, locks } = blobs();
+    vi.spyOn(console, "error").mockImplementation(() => {}); // Hono logs the handler's error before requireFence answers it
+    const lease = await locks.acquire("invoice-42");
+    // The body arrives only after a newer holder has claimed the blob, between requireFence's claim and the write.
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await store.claim("invoice-42", lease.fence + 1);
+        controller.enqueue(new TextEncoder().encode('{"paid":true}'));
+        controller.close();
+      },
+    }, { highWaterMark: 0 });
+    const res = await app.request("/blobs/invoice-42", { method: "PUT", body, duplex: "half", headers: { "Fencing-Token": String(lease.fence) } } as RequestInit);
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({ highestFence: lease.fence + 1 });
+    expect(await store.read("invoice-42")).toBeNull();
+    await lease.release();
+  });
+
+  it("fencedFetch example: sends the lease's fence, and a newer holder's 409 becomes StaleFenceError", async () => {
+    const { app, store, locks } = blobs();
+    const { url, server } = await serve(app);
+    try {
+      const BLOBS = `${url}/blobs`;
+      const body = JSON.stringify({ paid: true });
+      const lease = await locks.acquire("invoice-42");
+
+      await fencedFetch(lease, `${BLOBS}/invoice-42`, { method: "PUT", body });
+      expect(await store.read("invoice-42")).toEqual({ value: { paid: true }, fence: lease.fence });
+      await store.claim("invoice-42", lease.fence + 1); // a newer holder got in
+      await expect(fencedFetch(lease, `${BLOBS}/invoice-42`, { method: "PUT", body })).rejects.toThrow(StaleFenceError);
+    } finally {
+      server.close();
+    }
+  });
+
+  it("fencedFetch example: aborts the request when the lease is lost", async () => {
+    const { app, locks } = blobs();
+    app.put("/slow/:id", () => new Promise<Response>(() => {})); // never answers
+    const { url, server } = await serve(app);
+    try {
+      const BLOBS = `${url}/slow`;
+      const body = "{}";
+      const lease = await locks.acquire("invoice-42", { leaseMs: 300 });
+      await expect(fencedFetch(lease, `${BLOBS}/invoice-42`, { method: "PUT", body })).rejects.toThrow(LockLostError);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
+
+describe("@example src/worker.ts guardFetch", () => {
+  it("guardFetch example: one request per path at a time, 423 with Retry-After for the others, released once the body is sent", async () => {
+    const { url, token } = inject("upstash");
+    interface Env { UPSTASH_REDIS_REST_URL: string; UPSTASH_REDIS_REST_TOKEN: string }
+    const env: Env = { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token };
+    const ctx = { waitUntil: () => {} };
+    const path = `/reports/${crypto.randomUUID()}`;
+
+    const worker = {
+      fetch: guardFetch({
+        locks: (env: Env) => createLocks({ redis: new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }) }),
+        name: (request) => new URL(request.url).pathname,
+      }, async (request, env, ctx, lease) => new Response(`fence ${lease.fence}`)),
+    };
+
+    const first = await worker.fetch(new Request(`http://localhost${path}`), env, ctx);
+    const second = await worker.fetch(new Request(`http://localhost${path}`), env, ctx);
+    expect(second.status).toBe(423);
+    expect(Number(second.headers.get("Retry-After"))).toBeGreaterThan(0);
+    const other = await worker.fetch(new Request(`http://localhost${path}-other`), env, ctx);
+    expect([other.status, await other.text()]).toEqual([200, expect.stringMatching(/^fence \d+$/)]);
+    const locks = createLocks({ redis: upstash() });
+    const { fence } = await locks.inspect(path);
+    expect(await first.text()).toBe(`fence ${fence}`);
+    expect((await locks.inspect(path)).held).toBe(false);
+  });
+});
