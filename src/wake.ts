@@ -35,7 +35,9 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string):
     async pause(tries, busy, budgetMs, signal) {
       const refreshMs = QUEUE_ALIVE_MS / 2;
       // As a polling waiter's (retryDelayMs): no sooner than 50 ms, nor more than 50 ms past the TTL.
-      const waitMs = Math.min(busy.busyForMs > 0 ? busy.busyForMs + MIN_RETRY_MS : refreshMs, refreshMs, budgetMs);
+      // Free but promised to an earlier waiter (0): a message or the refresh comes next. Free, and
+      // this call's hold came too late to use (-1): no message will come, so it looks again now.
+      const waitMs = Math.min(busy.busyForMs ? busy.busyForMs + MIN_RETRY_MS : refreshMs, refreshMs, budgetMs);
       if (stream && performance.now() - openedAt > 60_000) {
         stream.close().catch(() => undefined);
         stream = undefined;

@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import { createLocks, type RedisClient } from "../../src/index.ts";
 import { lockKeys } from "../../src/keys.ts";
-import type { WakeSubscriber } from "../../src/redis.ts";
+import { scriptSha1, type WakeSubscriber } from "../../src/redis.ts";
+import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
 import { counting, withFetch } from "../support/fetch-wrappers.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
@@ -134,6 +135,36 @@ describe("push wake-ups", () => {
     const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 5_000, wake: "push" });
     expect(lease.fence).toBeGreaterThan(0);
     await lease.release();
+  });
+
+  it("tries again at once, not after a second, when a hold it took came too late to use", async () => {
+    const prefix = uniquePrefix("push-late");
+    await heldLock(prefix, 600); // expires without a release: no message will come
+    const real = upstash();
+    const [acquireSha1, leaveSha1] = await Promise.all([scriptSha1(scripts.acquire), scriptSha1(scripts.leave)]);
+    const sent: { script: string; at: number }[] = [];
+    let slowed = false;
+    const client: RedisClient = {
+      async evalsha(sha, keys, args) {
+        sent.push({ script: sha === acquireSha1 ? "acquire" : sha === leaveSha1 ? "leave" : "other", at: performance.now() });
+        const reply = await real.evalsha(sha, keys, args);
+        // The first attempt to find the lock free gets its reply after 380 of its 400 ms: given back.
+        if (sha === acquireSha1 && Array.isArray(reply) && reply[0] === 1 && !slowed) {
+          slowed = true;
+          await sleep(380);
+        }
+        return reply;
+      },
+      eval: (script, keys, args) => real.eval(script, keys, args),
+      subscribe: (channel) => real.subscribe(channel),
+    };
+    const lease = await createLocks({ redis: client, prefix, leaseMs: 400 }).acquire("gate", { waitMs: 5_000, wake: "push" });
+    await lease.release();
+    const gaveBack = sent.findIndex((call) => call.script === "leave");
+    const next = sent.slice(gaveBack + 1).find((call) => call.script === "acquire");
+    expect(next).toBeDefined();
+    // The lock is free: waiting for a message (a second) would be waiting for nothing.
+    expect((next?.at ?? 0) - (sent[gaveBack]?.at ?? 0)).toBeLessThan(500);
   });
 
   it("closes the stream when the wait is aborted", async () => {
