@@ -36,7 +36,7 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string):
       const refreshMs = QUEUE_ALIVE_MS / 2;
       // As a polling waiter's (retryDelayMs): no sooner than 50 ms, nor more than 50 ms past the TTL.
       // Free but promised to an earlier waiter (0): a message or the refresh comes next. Free, and
-      // this call's hold came too late to use (-1): no message will come, so it looks again now.
+      // this call's hold came too late to use (-1): no message will come; it looks again in 49 ms.
       const waitMs = Math.min(busy.busyForMs ? busy.busyForMs + MIN_RETRY_MS : refreshMs, refreshMs, budgetMs);
       if (stream && performance.now() - openedAt > 60_000) {
         stream.close().catch(() => undefined);
