@@ -32,7 +32,7 @@ export interface HeldLease {
 export interface Locks {
   /** Waits up to `waitMs` for the lock; throws LockTimeoutError if it stays busy. */
   acquire(name: string, options?: AcquireOptions): Promise<Lease>;
-  /** One attempt: the lease, or null when the lock is busy (or its reply came too late for leaseMs). */
+  /** One attempt: the lease, or null when the lock is busy. */
   tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null>;
   /**
    * Runs `fn` under the lock and releases it afterwards, whether `fn` returned or threw. Resolves
@@ -107,7 +107,11 @@ export function createLocks(options: LocksOptions): Locks {
         // An abort while the attempt was out wins over what it found, as over a lease it got.
         opts.signal?.throwIfAborted();
         const budgetMs = deadline - performance.now();
-        if (budgetMs <= 0) return outcome;
+        if (budgetMs <= 0) {
+          // The last attempt found the lock free, and its reply too late to use: "busy" would mislead.
+          if (outcome.busyForMs < 0) throw new LockUnavailableError("Redis took most of leaseMs to answer; raise leaseMs.");
+          return outcome;
+        }
         const fence = await waiter.pause(tries, outcome, budgetMs, opts.signal);
         // Handed over after this attempt (a fence minted before it has lapsed, or the attempt would
         // have found the lock held), so it lasts leaseMs from sentAt at least; with too little of it
@@ -140,10 +144,7 @@ export function createLocks(options: LocksOptions): Locks {
     const waitMs = opts.waitMs ?? config.waitMs;
     const outcome = await acquireWithin(name, opts, waitMs);
     if (outcome instanceof Lease) return outcome;
-    // The last attempt found the lock free, and its reply too late to use: "busy, raise waitMs" would mislead.
-    throw outcome.busyForMs < 0
-      ? new LockUnavailableError("Redis took most of leaseMs to answer; raise leaseMs.")
-      : new LockTimeoutError(name, waitMs, outcome.busyForMs);
+    throw new LockTimeoutError(name, waitMs, outcome.busyForMs);
   }
 
   async function tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null> {
