@@ -77,8 +77,7 @@ export class Lease implements AsyncDisposable {
 
   /** Extends the lease to at least its full length. Throws LockLostError when it is no longer held. */
   async heartbeat(): Promise<void> {
-    this.#endIfLapsed();
-    if (this.#lostWhy !== undefined) throw this.#lostError();
+    this.#throwIfLost();
     const sentAt = performance.now();
     const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs);
     if (ttlMs === null) {
@@ -87,8 +86,7 @@ export class Lease implements AsyncDisposable {
     }
     // Also when it lapsed here while the heartbeat was on its way, its signal watched or not:
     // lost stays lost.
-    this.#endIfLapsed();
-    if (this.#lostWhy !== undefined) throw this.#lostError();
+    this.#throwIfLost();
     this.#validUntil = sentAt + ttlMs - driftMs(ttlMs);
     if (this.#controller) this.#watch();
   }
@@ -113,9 +111,10 @@ export class Lease implements AsyncDisposable {
     await this.release().catch(() => undefined);
   }
 
-  /** A resumed lease not yet confirmed has no time of its own to run out. */
-  #endIfLapsed(): void {
+  /** Throws LockLostError once lost or lapsed; a resumed lease not yet confirmed has no time of its own to run out. */
+  #throwIfLost(): void {
     if (this.#validUntil !== undefined && this.remainingMs() === 0) this.#end("it lapsed before a heartbeat extended it");
+    if (this.#lostWhy !== undefined) throw this.#lostError();
   }
 
   /** Marks the lease lost for good; the first reason given is the one reported. */
@@ -133,13 +132,9 @@ export class Lease implements AsyncDisposable {
   // time left, and #end keeps the first reason); one left over from before a heartbeat sees a
   // newer deadline and stops.
   #watch(): void {
-    if (this.remainingMs() === 0) {
-      this.#end("it lapsed before a heartbeat extended it");
-      return;
-    }
-    // Time left means a deadline is set.
-    const deadline = this.#validUntil!;
-    const waitMs = Math.ceil(deadline - performance.now());
+    const waitMs = Math.ceil(this.remainingMs());
+    if (!waitMs) return this.#end("it lapsed before a heartbeat extended it");
+    const deadline = this.#validUntil;
     AbortSignal.timeout(waitMs).addEventListener("abort", () => {
       if (this.#validUntil === deadline) this.#watch();
     });

@@ -97,26 +97,11 @@ function openStream(redis: RedisClient, channel: string): WakeStream {
     failed = true;
   }
 
-  // Waits until `done()` holds, a waker fires and it holds, `ms` pass, or the signal aborts. A
-  // waker clears the timer itself: stopping a sleep through an AbortController (a DOMException
-  // with its stack trace, abort events through AbortSignal.any) took ~0.1 ms between the
-  // message and acquire() resolving.
-  const until = (done: () => boolean, ms: number, signal?: AbortSignal) =>
-    new Promise<void>((resolve, reject) => {
-      if (done()) return resolve();
-      if (signal?.aborted) return reject(signal.reason);
-      const settle = () => {
-        wakers.delete(check);
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-      };
-      const finish = () => (settle(), resolve());
-      const onAbort = () => (settle(), reject(signal?.reason));
-      const check = () => done() && finish();
-      const timer = setTimeout(finish, ms);
-      wakers.add(check);
-      signal?.addEventListener("abort", onAbort);
-    });
+  // Waits until `done()` holds, `ms` pass, or the signal aborts; a waker cuts a sleep short to look.
+  const until = async (done: () => boolean, ms: number, signal?: AbortSignal) => {
+    const deadline = performance.now() + ms;
+    while (!done() && performance.now() < deadline) await sleep(deadline - performance.now(), signal, wakers);
+  };
 
   return {
     get live() {
