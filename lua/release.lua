@@ -1,14 +1,13 @@
 -- Give back one hold. The last hold deletes the lock, and hands it straight to the longest
 -- waiter when that waiter listens for push wake-ups: it learns from the message that it
 -- holds the lock, which saves the request it would otherwise send to take it.
--- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset, KEYS[4] alive zset
+-- KEYS[1] lock hash, KEYS[2] last fence, KEYS[3] queue zset, KEYS[4] alive zset,
+-- KEYS[5] this lease's release record (one key per fence)
 -- ARGV owner, fence, requestId, retryWindowMs (how long a retry of this release may still come)
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
 -- the lease had already expired or changed hands.
-local lock, fenceKey, queue, alive = unpack(KEYS)
+local lock, fenceKey, queue, alive, released = unpack(KEYS)
 local owner, fence, seen, retryWindowMs = ARGV[1], ARGV[2], 'q:' .. ARGV[3], ARGV[4]
--- The lease by owner and fence: one with the right fence and another owner was never released.
-local lease = owner .. fence
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds', seen)
 if cur[1] == owner and cur[2] == fence then
   local holds = tonumber(cur[3])
@@ -21,12 +20,9 @@ if cur[1] == owner and cur[2] == fence then
     return {1, redis.call('HINCRBY', lock, 'holds', -1)}
   end
   redis.call('DEL', lock)
-  -- Remembered so that a retry of this release reports "released", not "expired". A field
-  -- new to the record may mean the record itself is new (it was evicted while the lock was
-  -- held): give it a TTL, or it would stay for good. Its retries come within the window.
-  if redis.call('HSET', fenceKey, 'released', lease) == 1 then
-    redis.call('PEXPIRE', fenceKey, retryWindowMs)
-  end
+  -- Remembered, under this lease's fence, so that a retry of this release reports "released"
+  -- however many leases came and went before it. Its retries come within the window.
+  redis.call('SET', released, owner, 'PX', retryWindowMs)
   -- An empty queue is a missing key: the uncontended path skips the handover.
   if redis.call('EXISTS', queue) == 1 then
     local t = redis.call('TIME')
@@ -45,12 +41,11 @@ if cur[1] == owner and cur[2] == fence then
     if ticket then
       -- Taken as acquire.lua takes it, marked with the waiter's ticket so that its own next
       -- attempt (the message was lost) finds it held, and leave.lua can give it back.
-      local last = tonumber(redis.call('HGET', fenceKey, 'last') or '0')
+      local last = tonumber(redis.call('GET', fenceKey)) or 0
       local newFence = string.format('%d', math.max(last + 1, nowUs))
       redis.call('HSET', lock, 'owner', heir, 'fence', newFence, 'holds', 1, 'q:' .. head, 1)
       redis.call('PEXPIRE', lock, leaseMs)
-      redis.call('HSET', fenceKey, 'last', newFence)
-      redis.call('PEXPIRE', fenceKey, fenceTtlMs)
+      redis.call('SET', fenceKey, newFence, 'PX', fenceTtlMs)
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
       -- Published on the heir's own channel, the SHA-1 of the lock key and its ticket (pushWaiter in
@@ -61,7 +56,8 @@ if cur[1] == owner and cur[2] == fence then
   end
   return {1, 0}
 end
-if redis.call('HGET', fenceKey, 'released') == lease then
+-- By owner too: a lease with the right fence and another owner was never released.
+if redis.call('GET', released) == owner then
   return {1, 0}
 end
 return {0}

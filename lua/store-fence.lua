@@ -15,7 +15,7 @@ if not string.match(fence, '^[1-9][0-9]*$') or number > nowUs + 3600000000 then
   return redis.error_reply('ERR fencelock: malformed fence')
 end
 local cur = redis.call('HMGET', key, 'fence', 'value')
-local highest = tonumber(cur[1] or '0')
+local highest = tonumber(cur[1]) or 0
 if not cur[1] and ttlMs > 0 then
   -- An expiring record takes the highest fence it saw with it once idle for ttlMs. Every fence
   -- seen before was minted before then, so a fence that old is refused.

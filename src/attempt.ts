@@ -3,11 +3,14 @@ import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.
 import * as scripts from "./scripts.gen.ts";
 import type { Busy } from "./wait.ts";
 
-/** How long a lock's fence record outlives the lease, so a late retry of release still finds it. */
+/** How long a retry may still come: a lock's last fence outlives the lease by this, a release's record lives this long. */
 export const RETRY_WINDOW_MS = 60_000;
 
-/** Runs a lock script on the keys of lock `name`, keeping `owner` out of any error message. */
-export type Run = (script: scripts.LuaScript, name: string, args: (string | number)[], owner: string) => Promise<number[]>;
+/**
+ * Runs a lock script on the keys of lock `name` (and of the lease with `fence`, when given),
+ * keeping `owner` out of any error message.
+ */
+export type Run = (script: scripts.LuaScript, name: string, args: (string | number)[], owner: string, fence?: number) => Promise<number[]>;
 
 /** What a busy attempt learned, including what a handover after it is checked against. */
 export interface BusyAttempt extends Busy {
@@ -25,7 +28,7 @@ export function leaseBackend(run: Run): LeaseBackend {
     },
     async release(lease, requestId): Promise<ReleaseOutcome> {
       const args = [lease.owner, lease.fence, requestId, RETRY_WINDOW_MS];
-      const [released] = await run(scripts.release, lease.name, args, lease.owner);
+      const [released] = await run(scripts.release, lease.name, args, lease.owner, lease.fence);
       return released === 1 ? "released" : "expired";
     },
   };

@@ -35,15 +35,20 @@ export interface LockKeys {
   /** Waiters in arrival order, and when each stops counting as waiting. */
   readonly queue: string;
   readonly alive: string;
+  /** Where release.lua remembers that the lease with this fence was released, for its retries. */
+  readonly released?: string;
 }
 
 /**
  * All keys of one lock share a hash tag, so every script touches a single cluster slot.
- * Listed in the order the scripts take them as KEYS.
+ * Listed in the order the scripts take them as KEYS; `released` only for a lease's fence.
  */
-export function lockKeys(prefix: string, name: string): LockKeys {
+export function lockKeys(prefix: string, name: string, fence?: number): LockKeys {
   const tag = `${prefix}:{${escapeName(name)}}`;
-  return { lock: `${tag}:lock`, fence: `${tag}:fence`, queue: `${tag}:queue`, alive: `${tag}:alive` };
+  return {
+    lock: `${tag}:lock`, fence: `${tag}:last-fence`, queue: `${tag}:queue`, alive: `${tag}:alive`,
+    ...(fence && { released: `${tag}:released:${fence}` }),
+  };
 }
 
 /** Lowercase hex SHA-1 of a text's UTF-8 bytes, as EVALSHA and Lua's redis.sha1hex name it. */

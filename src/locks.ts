@@ -1,4 +1,4 @@
-import { RETRY_WINDOW_MS, attemptAcquire, leaseBackend } from "./attempt.ts";
+import { RETRY_WINDOW_MS, attemptAcquire, leaseBackend, type Run } from "./attempt.ts";
 import { LockConfigError, LockTimeoutError, LockUnavailableError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
 import { checkName, lockKeys, newToken } from "./keys.ts";
@@ -60,9 +60,9 @@ export interface Locks {
  */
 export function createLocks(options: LocksOptions): Locks {
   const config = parseOptions(locksOptionsSchema, options, "createLocks options");
-  const run = async (script: scripts.LuaScript, name: string, args: (string | number)[], owner: string) =>
+  const run: Run = async (script, name, args, owner, fence) =>
     integers(
-      await runScript(config.redis, script, Object.values(lockKeys(config.prefix, name)), args, {
+      await runScript(config.redis, script, Object.values(lockKeys(config.prefix, name, fence)), args, {
         timeoutMs: config.timeoutMs,
         secrets: [owner],
       }),

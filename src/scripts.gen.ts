@@ -7,7 +7,7 @@ export interface LuaScript {
 
 export const acquire: LuaScript = {
   name: "acquire",
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,g=ARGV[1],ARGV[2] local h='q:'..g local i,j,k=tonumber(ARGV[3]),ARGV[4],tonumber(ARGV[5]) local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end end local function q() if o then a('ZREM',d,g) a('ZREM',e,g) end end local function r(s,t) if k<=0 then return{0,s,-1}end a('ZADD',d,'NX',m,g) a('ZADD',e,n+k,g) a('PEXPIRE',d,k) a('PEXPIRE',e,k) return{0,s,a('ZRANK',d,g),t} end local u=a('HMGET',b,'owner','fence','holds') if not u[1] then local v=tonumber(a('HGET',c,'last')or '0') if o then local w=a('ZRANGE',d,0,0)[1] while w and w~=g and not a('ZSCORE',e,w)do a('ZREM',d,w) w=a('ZRANGE',d,0,0)[1] end if w and w~=g then return r(0,math.max(v,m)) end end q() local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',f,'fence',x,'holds',1,h,1) a('PEXPIRE',b,i) a('HSET',c,'last',x) a('PEXPIRE',c,j) return{1,tonumber(x),1,i} end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2])) end q() local y=tonumber(u[3]) if a('HSETNX',b,h,1)==1 then y=a('HINCRBY',b,'holds',1) end local s=a('PTTL',b) if s<i then a('PEXPIRE',b,i) a('PEXPIRE',c,j) s=i end return{1,tonumber(u[2]),y,s}",
+  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,g=ARGV[1],ARGV[2] local h='q:'..g local i,j,k=tonumber(ARGV[3]),ARGV[4],tonumber(ARGV[5]) local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end end local function q() if o then a('ZREM',d,g) a('ZREM',e,g) end end local function r(s,t) if k<=0 then return{0,s,-1}end a('ZADD',d,'NX',m,g) a('ZADD',e,n+k,g) a('PEXPIRE',d,k) a('PEXPIRE',e,k) return{0,s,a('ZRANK',d,g),t} end local u=a('HMGET',b,'owner','fence','holds') if not u[1] then local v=tonumber(a('GET',c))or 0 if o then local w=a('ZRANGE',d,0,0)[1] while w and w~=g and not a('ZSCORE',e,w)do a('ZREM',d,w) w=a('ZRANGE',d,0,0)[1] end if w and w~=g then return r(0,math.max(v,m)) end end q() local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',f,'fence',x,'holds',1,h,1) a('PEXPIRE',b,i) a('SET',c,x,'PX',j) return{1,tonumber(x),1,i} end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2])) end q() local y=tonumber(u[3]) if a('HSETNX',b,h,1)==1 then y=a('HINCRBY',b,'holds',1) end local s=a('PTTL',b) if s<i then a('PEXPIRE',b,i) a('PEXPIRE',c,j) s=i end return{1,tonumber(u[2]),y,s}",
 };
 
 export const heartbeat: LuaScript = {
@@ -17,7 +17,7 @@ export const heartbeat: LuaScript = {
 
 export const inspect: LuaScript = {
   name: "inspect",
-  text: "local a=redis.call local b,c,d=unpack(KEYS) local u=a('HMGET',b,'owner','fence','holds') local z=a('ZCARD',d) if not u[1] then local v=tonumber(a('HGET',c,'last')or '0') return{0,v,0,0,z} end return{1,tonumber(u[2]),a('PTTL',b),tonumber(u[3]),z}",
+  text: "local a=redis.call local b,c,d=unpack(KEYS) local u=a('HMGET',b,'owner','fence','holds') local z=a('ZCARD',d) if not u[1] then local v=tonumber(a('GET',c))or 0 return{0,v,0,0,z} end return{1,tonumber(u[2]),a('PTTL',b),tonumber(u[3]),z}",
 };
 
 export const leave: LuaScript = {
@@ -27,15 +27,15 @@ export const leave: LuaScript = {
 
 export const release: LuaScript = {
   name: "release",
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS) local f,A,h,B=ARGV[1],ARGV[2],'q:'..ARGV[3],ARGV[4] local C=f..A local u=a('HMGET',b,'owner','fence','holds',h) if u[1]==f and u[2]==A then local y=tonumber(u[3]) if u[4] then return{1,y} end if y>1 then a('HSET',b,h,1) return{1,a('HINCRBY',b,'holds',-1)} end a('DEL',b) if a('HSET',c,'released',C)==1 then a('PEXPIRE',c,B) end if a('EXISTS',d)==1 then local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end local w=a('ZRANGE',d,0,0)[1] or '' local g,D,i,j=string.match(w,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$') if g then local v=tonumber(a('HGET',c,'last')or '0') local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',D,'fence',x,'holds',1,'q:'..w,1) a('PEXPIRE',b,i) a('HSET',c,'last',x) a('PEXPIRE',c,j) a('ZREM',d,w) a('ZREM',e,w) a('PUBLISH',redis.sha1hex(b)..'.'..g,x) end end return{1,0} end if a('HGET',c,'released')==C then return{1,0} end return{0}",
+  text: "local a=redis.call local b,c,d,e,A=unpack(KEYS) local f,B,h,C=ARGV[1],ARGV[2],'q:'..ARGV[3],ARGV[4] local u=a('HMGET',b,'owner','fence','holds',h) if u[1]==f and u[2]==B then local y=tonumber(u[3]) if u[4] then return{1,y} end if y>1 then a('HSET',b,h,1) return{1,a('HINCRBY',b,'holds',-1)} end a('DEL',b) a('SET',A,f,'PX',C) if a('EXISTS',d)==1 then local l=a('TIME') local m=l[1]*1000000+l[2] local n=math.floor(m/1000) local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100) if #p>0 then a('ZREM',d,unpack(p)) a('ZREM',e,unpack(p)) end local w=a('ZRANGE',d,0,0)[1] or '' local g,D,i,j=string.match(w,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$') if g then local v=tonumber(a('GET',c))or 0 local x=string.format('%d',math.max(v+1,m)) a('HSET',b,'owner',D,'fence',x,'holds',1,'q:'..w,1) a('PEXPIRE',b,i) a('SET',c,x,'PX',j) a('ZREM',d,w) a('ZREM',e,w) a('PUBLISH',redis.sha1hex(b)..'.'..g,x) end end return{1,0} end if a('GET',A)==f then return{1,0} end return{0}",
 };
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local E,A,F,G=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local H=tonumber(A) local l=a('TIME') local m=l[1]*1000000+l[2] if not string.match(A,'^[1-9][0-9]*$')or H>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence') end local u=a('HMGET',E,'fence','value') local I=tonumber(u[1] or '0') if not u[1] and F>0 then I=m-F*1000 end if H<I then return{0,I} end if G then a('HSET',E,'fence',A,'value',G) else a('HSET',E,'fence',A) end if F>0 then a('PEXPIRE',E,F)else a('PERSIST',E)end if u[2] and not G then return{1,H,'v:'..u[2]}end return{1,H}",
+  text: "local a=redis.call local E,B,F,G=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local H=tonumber(B) local l=a('TIME') local m=l[1]*1000000+l[2] if not string.match(B,'^[1-9][0-9]*$')or H>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence') end local u=a('HMGET',E,'fence','value') local I=tonumber(u[1])or 0 if not u[1] and F>0 then I=m-F*1000 end if H<I then return{0,I} end if G then a('HSET',E,'fence',B,'value',G) else a('HSET',E,'fence',B) end if F>0 then a('PEXPIRE',E,F)else a('PERSIST',E)end if u[2] and not G then return{1,H,'v:'..u[2]}end return{1,H}",
 };
 
 export const storeRead: LuaScript = {
   name: "store-read",
-  text: "local a=redis.call local E=KEYS[1] local u=a('HMGET',E,'fence','value') local I=tonumber(u[1] or '0') if u[2] then return{I,'v:'..u[2]}end return{I}",
+  text: "local a=redis.call local E=KEYS[1] local u=a('HMGET',E,'fence','value') local I=tonumber(u[1])or 0 if u[2] then return{I,'v:'..u[2]}end return{I}",
 };

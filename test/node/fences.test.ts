@@ -71,11 +71,15 @@ describe("fencing tokens", () => {
     const locks = createLocks({ redis, prefix: "ttl" });
     const outer = await locks.acquire("a");
     const inner = await locks.acquire("a", { owner: outer.owner });
-    await (await locks.acquire("b")).release();
+    const b = await locks.acquire("b");
+    await b.release(); // remembered for its retries: one more key
     const waiting = locks.acquire("a", { waitMs: 5_000 }); // queues: two more keys
     while ((await locks.inspect("a")).waiters === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     const keys = await redis.keys("ttl:*");
-    expect(keys).toEqual(expect.arrayContaining(["ttl:{a}:lock", "ttl:{a}:fence", "ttl:{a}:queue", "ttl:{a}:alive", "ttl:{b}:fence"]));
+    expect(keys).toEqual(expect.arrayContaining([
+      "ttl:{a}:lock", "ttl:{a}:last-fence", "ttl:{a}:queue", "ttl:{a}:alive", "ttl:{b}:last-fence",
+      `ttl:{b}:released:${b.fence}`,
+    ]));
     for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);
     await inner.release();
     await outer.release();
@@ -86,7 +90,7 @@ describe("fencing tokens", () => {
     const locks = createLocks({ redis, prefix: "evicted" });
     const lease = await locks.acquire("a");
     // What a maxmemory policy such as volatile-lru may do to any key with a TTL.
-    await redis.del("evicted:{a}:fence");
+    await redis.del("evicted:{a}:last-fence");
     expect(await lease.release()).toBe("released");
     const keys = await redis.keys("evicted:*");
     for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);

@@ -51,3 +51,40 @@ describe.each([
     await lease.release();
   });
 });
+
+describe("retry safety: a release retried after the lock moved on", () => {
+  // A's release is applied and its reply lost; before the client's retry goes out, the lock
+  // passes to the next holder, who releases it too. Only the request carrying A's owner is touched.
+  const nextHolderBetween = (owner: string, nextHolderDone: () => Promise<unknown>, moves: { n: number }) =>
+    (real: typeof fetch): typeof fetch => async (input, init) => {
+      const response = await real(input, init);
+      if (moves.n > 0 || !String(init?.body).includes(owner)) return response;
+      moves.n++;
+      await response.text();
+      await nextHolderDone();
+      throw new TypeError("fetch failed: connection reset after the request was sent");
+    };
+
+  it("reports released when another client took and released the lock before the retry", async () => {
+    const prefix = uniquePrefix("retry-moved-on");
+    const [locks, other] = [createLocks({ redis: upstash(), prefix }), createLocks({ redis: upstash(), prefix })];
+    const a = await locks.acquire("door");
+    const moves = { n: 0 };
+    const takeAndRelease = async () => (await other.acquire("door", { waitMs: 0 })).release();
+    expect(await withFetch(nextHolderBetween(a.owner, takeAndRelease, moves), () => a.release())).toBe("released");
+    expect(moves.n).toBe(1);
+  });
+
+  it("reports released when the release handed the lock to a push waiter who released it before the retry", async () => {
+    const prefix = uniquePrefix("retry-handed-on");
+    const [locks, other] = [createLocks({ redis: upstash(), prefix }), createLocks({ redis: upstash(), prefix })];
+    const a = await locks.acquire("door");
+    const heir = other.acquire("door", { waitMs: 10_000, wake: "push" });
+    while ((await other.inspect("door")).waiters === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    const moves = { n: 0 };
+    const heirReleases = async () => (await heir).release();
+    expect(await withFetch(nextHolderBetween(a.owner, heirReleases, moves), () => a.release())).toBe("released");
+    expect(moves.n).toBe(1);
+    expect((await other.inspect("door")).held).toBe(false);
+  });
+});
