@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createLocks, LockTimeoutError, LockUnavailableError } from "../../src/index.ts";
+import { createFencedStore, createLocks, LockTimeoutError, LockUnavailableError } from "../../src/index.ts";
 import { delayingResponses, withFetch } from "../support/fetch-wrappers.ts";
 import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
@@ -107,6 +107,18 @@ describe("a Redis that is down or slow", () => {
     await upstash().set(`${prefix}:{job}:lock`, "someone else's");
     const { error } = await failure(createLocks({ redis: upstash(), prefix }).tryAcquire("job"));
     expect(error.message).toMatch(/WRONGTYPE.*choose a prefix no other data uses/);
+  });
+
+  it("says that a value over the server's request size limit is too large, not that Redis is unreachable", async () => {
+    const prefix = uniquePrefix("too-large");
+    const lease = await createLocks({ redis: upstash(), prefix }).acquire("blob");
+    const store = createFencedStore({ redis: upstash(), prefix });
+    // The local server, like Upstash, refuses a request body over its limit (10 MB here).
+    const { error } = await failure(store.write("blob", "x".repeat(11_000_000), lease.fence));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(/max request size exceeded.*the value is too large/);
+    expect(error.message).not.toMatch(/network/);
+    expect(await store.read("blob")).toBeNull();
   });
 
   it("says to use the standard token when Upstash's read-only one may not run scripts", async () => {
