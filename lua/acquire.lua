@@ -1,7 +1,7 @@
 -- Acquire a lease, or join it reentrantly when the caller already owns it. Waiters queue
 -- in arrival order, so a free lock goes to the longest waiter, not to whoever asks first.
 -- KEYS[1] lock hash {owner, fence, holds, q:<requestId>...}
--- KEYS[2] the last fence minted (a string)
+-- KEYS[2] fence hash {last}: the last fence minted
 -- KEYS[3] queue zset (ticket -> arrival, µs), KEYS[4] alive zset (ticket -> expiry, ms)
 -- ARGV owner, ticket (the acquire call's request id; a push waiter appends
 --      '.owner.leaseMs.fenceTtlMs' so that release.lua can hand it the lock), leaseMs, fenceTtlMs,
@@ -14,7 +14,7 @@
 local lock, fenceKey, queue, alive = unpack(KEYS)
 local owner, ticket = ARGV[1], ARGV[2]
 local seen = 'q:' .. ticket
--- fenceTtlMs stays a string: only PEXPIRE and SET PX take it.
+-- fenceTtlMs stays a string: PEXPIRE is all it is used for.
 local leaseMs, fenceTtlMs, queueMs = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local t = redis.call('TIME')
 local nowUs = t[1] * 1000000 + t[2]
@@ -51,7 +51,7 @@ end
 
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
 if not cur[1] then
-  local last = tonumber(redis.call('GET', fenceKey)) or 0
+  local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
     -- A ticket missing from alive (evicted) says nothing of when it stopped asking, and each
@@ -71,7 +71,8 @@ if not cur[1] then
   local newFence = string.format('%d', math.max(last + 1, nowUs))
   redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, 1)
   redis.call('PEXPIRE', lock, leaseMs)
-  redis.call('SET', fenceKey, newFence, 'PX', fenceTtlMs)
+  redis.call('HSET', fenceKey, 'last', newFence)
+  redis.call('PEXPIRE', fenceKey, fenceTtlMs)
   return {1, tonumber(newFence), 1, leaseMs}
 end
 

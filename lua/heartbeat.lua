@@ -1,5 +1,5 @@
 -- Extend a lease; never revives one that has expired or changed hands.
--- KEYS[1] lock hash, KEYS[2] last fence
+-- KEYS[1] lock hash, KEYS[2] fence hash
 -- ARGV owner, fence, leaseMs, fenceTtlMs
 -- Reply {1, ttlMs} when extended (or already longer), {0} when the caller no longer holds it.
 local lock, fenceKey = unpack(KEYS)

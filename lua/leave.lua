@@ -2,7 +2,7 @@
 -- free lock is not held back for it until its ticket expires. A hold taken for it that it
 -- never received (handed over by release.lua, or an attempt whose reply was lost) is given
 -- back; the next in line finds the lock free on its next look, within a second.
--- KEYS[1] lock hash, KEYS[2] last fence (unused), KEYS[3] queue zset, KEYS[4] alive zset
+-- KEYS[1] lock hash, KEYS[2] fence hash (unused), KEYS[3] queue zset, KEYS[4] alive zset
 -- ARGV ticket (as queued)
 local lock, fenceKey, queue, alive = unpack(KEYS)
 local ticket = ARGV[1]

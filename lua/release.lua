@@ -1,7 +1,7 @@
 -- Give back one hold. The last hold deletes the lock, and hands it straight to the longest
 -- waiter when that waiter listens for push wake-ups: it learns from the message that it
 -- holds the lock, which saves the request it would otherwise send to take it.
--- KEYS[1] lock hash, KEYS[2] last fence, KEYS[3] queue zset, KEYS[4] alive zset,
+-- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset, KEYS[4] alive zset,
 -- KEYS[5] this lease's release record (one key per fence)
 -- ARGV owner, fence, requestId, retryWindowMs (how long a retry of this release may still come)
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
@@ -19,10 +19,11 @@ if cur[1] == owner and cur[2] == fence then
     redis.call('HSET', lock, seen, 1)
     return {1, redis.call('HINCRBY', lock, 'holds', -1)}
   end
-  redis.call('DEL', lock)
   -- Remembered, under this lease's fence, so that a retry of this release reports "released"
-  -- however many leases came and went before it. Its retries come within the window.
+  -- however many leases came and went before it. Its retries come within the window. Written
+  -- first: without its key (KEYS[5]) the script fails here, before it has changed anything.
   redis.call('SET', released, owner, 'PX', retryWindowMs)
+  redis.call('DEL', lock)
   -- An empty queue is a missing key: the uncontended path skips the handover.
   if redis.call('EXISTS', queue) == 1 then
     local t = redis.call('TIME')
@@ -41,11 +42,12 @@ if cur[1] == owner and cur[2] == fence then
     if ticket then
       -- Taken as acquire.lua takes it, marked with the waiter's ticket so that its own next
       -- attempt (the message was lost) finds it held, and leave.lua can give it back.
-      local last = tonumber(redis.call('GET', fenceKey)) or 0
+      local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
       local newFence = string.format('%d', math.max(last + 1, nowUs))
       redis.call('HSET', lock, 'owner', heir, 'fence', newFence, 'holds', 1, 'q:' .. head, 1)
       redis.call('PEXPIRE', lock, leaseMs)
-      redis.call('SET', fenceKey, newFence, 'PX', fenceTtlMs)
+      redis.call('HSET', fenceKey, 'last', newFence)
+      redis.call('PEXPIRE', fenceKey, fenceTtlMs)
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
       -- Published on the heir's own channel, the SHA-1 of the lock key and its ticket (pushWaiter in

@@ -46,7 +46,7 @@ export interface LockKeys {
 export function lockKeys(prefix: string, name: string, fence?: number): LockKeys {
   const tag = `${prefix}:{${escapeName(name)}}`;
   return {
-    lock: `${tag}:lock`, fence: `${tag}:last-fence`, queue: `${tag}:queue`, alive: `${tag}:alive`,
+    lock: `${tag}:lock`, fence: `${tag}:fence`, queue: `${tag}:queue`, alive: `${tag}:alive`,
     ...(fence && { released: `${tag}:released:${fence}` }),
   };
 }

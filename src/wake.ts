@@ -56,7 +56,7 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string):
     },
     // A macrotask later, after the caller has its lease: a stream's teardown is half a millisecond
     // of work that would otherwise delay every handover.
-    close: () => new Promise((resolve) => setTimeout(resolve)).then(() => stream?.close()),
+    close: () => sleep(0).then(() => stream?.close()),
   };
 }
 

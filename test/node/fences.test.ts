@@ -51,6 +51,14 @@ describe("fencing tokens", () => {
     expect(fence).toBeLessThan(before + 60_000_000);
   });
 
+  it("stay above the last fence recorded when the server clock is behind it (a clock stepped back)", async () => {
+    const ahead = (Date.now() + 10 * 60_000) * 1_000;
+    // The fence record as every version so far has kept it: a hash with the last fence minted.
+    await redis.hset("fences:{stepped-back}:fence", { last: String(ahead) });
+    await redis.pexpire("fences:{stepped-back}:fence", 70_000);
+    expect(await nextFence("stepped-back")).toBeGreaterThan(ahead);
+  });
+
   it("still increase after every key is lost (FLUSHALL)", async () => {
     const before = await nextFence("flushed");
     await redis.flushall();
@@ -77,7 +85,7 @@ describe("fencing tokens", () => {
     while ((await locks.inspect("a")).waiters === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     const keys = await redis.keys("ttl:*");
     expect(keys).toEqual(expect.arrayContaining([
-      "ttl:{a}:lock", "ttl:{a}:last-fence", "ttl:{a}:queue", "ttl:{a}:alive", "ttl:{b}:last-fence",
+      "ttl:{a}:lock", "ttl:{a}:fence", "ttl:{a}:queue", "ttl:{a}:alive", "ttl:{b}:fence",
       `ttl:{b}:released:${b.fence}`,
     ]));
     for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);
@@ -90,7 +98,7 @@ describe("fencing tokens", () => {
     const locks = createLocks({ redis, prefix: "evicted" });
     const lease = await locks.acquire("a");
     // What a maxmemory policy such as volatile-lru may do to any key with a TTL.
-    await redis.del("evicted:{a}:last-fence");
+    await redis.del("evicted:{a}:fence");
     expect(await lease.release()).toBe("released");
     const keys = await redis.keys("evicted:*");
     for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);

@@ -34,6 +34,6 @@ describe("key layout", () => {
   });
 
   it("keeps ordinary names readable", () => {
-    expect(lockKeys("shop", "order:42")).toMatchObject({ lock: "shop:{order:42}:lock", fence: "shop:{order:42}:last-fence" });
+    expect(lockKeys("shop", "order:42")).toMatchObject({ lock: "shop:{order:42}:lock", fence: "shop:{order:42}:fence" });
   });
 });

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { generatedPath, minifyLua, renderScripts } from "../../scripts/gen-scripts.ts";
 import { createLocks, type Lease } from "../../src/index.ts";
+import { lockKeys, newToken } from "../../src/keys.ts";
 import { scriptSha1 } from "../../src/redis.ts";
 import * as scripts from "../../src/scripts.gen.ts";
 import { counting, withFetch } from "../support/fetch-wrappers.ts";
@@ -82,5 +83,19 @@ describe("requests per operation", () => {
     expect(await requestsFor(() => held.heartbeat())).toBe(1);
     expect(await requestsFor(() => locks.inspect("order:1"))).toBe(1);
     expect(await requestsFor(() => held.release())).toBe(1);
+  });
+});
+
+describe("a script called with too few keys", () => {
+  it("release.lua without the release record's key fails before it changes anything", async () => {
+    const prefix = uniquePrefix("four-keys");
+    const locks = createLocks({ redis: upstash(), prefix });
+    const lease = await locks.acquire("job");
+    // The lock's four keys, as every other script takes them, without KEYS[5].
+    const keys = Object.values(lockKeys(prefix, "job"));
+    const release = upstash().eval(scripts.release.text, keys, [lease.owner, String(lease.fence), newToken(), "60000"]);
+    await expect(release).rejects.toThrow(/arguments must be strings or integers/);
+    expect(await locks.inspect("job")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
+    expect(await lease.release()).toBe("released");
   });
 });
