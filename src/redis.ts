@@ -106,7 +106,7 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs: number, secre
     ? "the token may not run scripts: use Upstash's standard token, not the read-only one"
     : /WRONGTYPE/.test(reason)
     ? "a key under this prefix is not fencelock's: choose a prefix no other data uses"
-    : /size/.test(reason)
+    : /size|large/i.test(reason)
     ? "the value is too large"
     : "check the Redis URL, token and network";
   return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hint}.`);

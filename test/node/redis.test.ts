@@ -121,6 +121,16 @@ describe("a Redis that is down or slow", () => {
     expect(await store.read("blob")).toBeNull();
   });
 
+  it("says that a value is too large when a proxy in front of Redis refuses it (HTTP 413)", async () => {
+    // A client standing in for @upstash/redis given a proxy's HTML 413 page; the message is what is tested.
+    const refusing = async () => {
+      throw new Error("<html><head><title>413 Request Entity Too Large</title></head></html>");
+    };
+    const { error } = await failure(createFencedStore({ redis: { evalsha: refusing, eval: refusing } }).write("blob", "x", 1));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(/the value is too large/);
+  });
+
   it("says to use the standard token when Upstash's read-only one may not run scripts", async () => {
     // A client standing in for Upstash's answer to a read-only token; the message is what is tested.
     const refusing = async () => {
