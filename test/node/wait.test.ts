@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createLocks, LockTimeoutError, type Lease } from "../../src/index.ts";
 import { MIN_RETRY_MS, QUEUE_ALIVE_MS, retryDelayMs, sleep } from "../../src/wait.ts";
 import { countingAcquires } from "../support/counting-client.ts";
@@ -47,6 +47,31 @@ describe("retryDelayMs", () => {
   it("spreads waiters with jitter", () => {
     const delays = new Set(Array.from({ length: 50 }, () => Math.round(retryDelayMs(4, busy(10_000), 10_000))));
     expect(delays.size).toBeGreaterThan(10);
+  });
+});
+
+describe("sleep", () => {
+  it("ends early when one of its wakers is called, and leaves no waker or timer behind", async () => {
+    vi.useFakeTimers();
+    try {
+      const wakers = new Set<() => void>();
+      const sleeping = sleep(10_000, undefined, wakers);
+      expect([wakers.size, vi.getTimerCount()]).toEqual([1, 1]);
+      for (const wake of wakers) wake();
+      await sleeping;
+      expect([wakers.size, vi.getTimerCount()]).toEqual([0, 0]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("rejects with the signal's reason when aborted, and leaves no waker behind", async () => {
+    const wakers = new Set<() => void>();
+    const controller = new AbortController();
+    const sleeping = sleep(10_000, controller.signal, wakers);
+    controller.abort(new Error("caller gave up"));
+    await expect(sleeping).rejects.toThrow("caller gave up");
+    expect(wakers.size).toBe(0);
   });
 });
 
