@@ -111,7 +111,10 @@ export class Lease implements AsyncDisposable {
     await this.release().catch(() => undefined);
   }
 
-  /** Throws LockLostError once lost or lapsed; a resumed lease not yet confirmed has no time of its own to run out. */
+  /**
+   * Throws LockLostError once the lease is lost or has lapsed; a resumed lease not yet confirmed
+   * has no time of its own to run out.
+   */
   #throwIfLost(): void {
     if (this.#validUntil !== undefined && this.remainingMs() === 0) this.#end("it lapsed before a heartbeat extended it");
     if (this.#lostWhy !== undefined) throw this.#lostError();
