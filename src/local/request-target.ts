@@ -22,5 +22,12 @@ export function parseTarget(raw: string): RequestTarget {
   const rawPath = queryAt === -1 ? target : target.slice(0, queryAt);
   if (!rawPath.startsWith("/")) throw new HttpError(400, "ERR the request target must be a path such as /get/key");
   const query = new URLSearchParams(queryAt === -1 ? "" : target.slice(queryAt + 1));
-  return { path: rawPath === "/" ? "/" : rawPath.replace(/\/+$/, ""), query };
+  return { path: rawPath === "/" ? "/" : withoutTrailingSlashes(rawPath), query };
+}
+
+/** A loop, not /\/+$/: that pattern backtracks from every slash of a long inner run (quadratic). */
+function withoutTrailingSlashes(path: string): string {
+  let end = path.length;
+  while (end > 0 && path[end - 1] === "/") end--;
+  return path.slice(0, end);
 }

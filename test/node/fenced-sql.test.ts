@@ -334,11 +334,12 @@ describe("fenced SQL text", () => {
 
   // SQLite also reads #name as a named parameter (tokenize.c: '#' is CC_VARALPHA), so it would take
   // a position and shift the fence's.
-  it("sql`...` refuses SQLite's #name parameter like :name, @name and $name", () => {
+  it("sql`...` refuses SQLite's #name and #::name parameters like :name, @name and $name", () => {
     expect(() => sql`remaining - #qty`).toThrow(LockConfigError);
     expect(() => fencedWriteSql({ table: "events", key: { id: "e" }, fence: F, set: { remaining: sql`remaining - #qty` } }))
       .toThrow(/placeholder/);
     expect(() => sql`remaining - #é`).toThrow(LockConfigError); // any byte above 0x7F is a name character
+    expect(() => sql`remaining - #::qty`).toThrow(LockConfigError); // a Tcl-style name, not a cast
     expect(() => sql`flags # ${1}`).not.toThrow(); // Postgres XOR
   });
 

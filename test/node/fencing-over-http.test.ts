@@ -119,6 +119,21 @@ describe("parseFenceHeader", () => {
     expect(parseFenceHeader(" \t")).toEqual({ ok: false, problem: "missing" });
     expect(parseFenceHeader(null)).toEqual({ ok: false, problem: "missing" });
   });
+
+  // A value with a long inner run of spaces ("1", spaces, "x": fetch's Headers keep inner
+  // whitespace) once cost quadratic time to trim: over a second of blocked event loop at 30 KB.
+  it("refuses a long malformed token at once, and in requireFence before the handler runs", async () => {
+    const hostile = `1${" ".repeat(50_000)}x`;
+    const started = performance.now();
+    expect(parseFenceHeader(hostile)).toEqual({ ok: false, problem: "malformed" });
+    expect(parseFenceHeader(` ${" ".repeat(50_000)}`)).toEqual({ ok: false, problem: "missing" });
+    expect(parseFenceHeader(`${" ".repeat(50_000)}12x`)).toEqual({ ok: false, problem: "malformed" });
+    expect(performance.now() - started).toBeLessThan(100); // microseconds now; seconds before
+
+    const { app } = blobService();
+    const res = await put(app, hostile.slice(0, 30_000) + "x");
+    expect(res.status).toBe(400);
+  });
 });
 
 describe("fencedFetch", () => {
