@@ -1,36 +1,49 @@
 -- Claim a fence at a resource before a read-modify-write, and read the value in the same step;
--- or, given a value, store it. Either only when the fence is at least the highest seen.
--- KEYS[1] resource hash {value, fence}
--- ARGV fence (canonical decimal), ttlMs (0 = keep no TTL), value (absent for a claim)
--- Reply {1, fence, 'v:' .. value} when a claim is accepted and a value exists, {1, fence} when
--- accepted otherwise, {0, highest} when the fence is stale.
-local key, fence, ttlMs, value = KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local number = tonumber(fence)
-local t = redis.call('TIME')
-local nowUs = t[1] * 1000000 + t[2]
--- Checked here too, whoever runs this script: one malformed fence stored would outrank every
--- honest holder, and one minted (server time in µs) more than an hour from now is forged. That
--- bound is far below 2^53, so no fence that lost digits as a double gets past it either.
-if not string.match(fence, '^[1-9][0-9]*$') or number > nowUs + 3600000000 then
-  return redis.error_reply('ERR fencelock: malformed fence')
-end
+-- or, given a value, store it. Either only when the fence is at least the highest seen. Without
+-- a fence (''), only read: the value and the highest fence seen, claiming nothing.
+-- KEYS[1] resource hash {value, fence}, KEYS[2] this call's write record (one key per write)
+-- ARGV fence (canonical decimal, or ''), ttlMs (0 = keep no TTL), retryWindowMs (how long a
+--      retry of this write may still come), value (absent for a claim)
+-- Reply {1, fence, 'v:' .. value} when accepted, or read, and a value exists (none is sent back
+-- for a write), {1, fence} when accepted otherwise, {0, highest} when the fence is stale. The
+-- fence is the highest seen, which an accepted one now is.
+local key, written = unpack(KEYS)
+local fence, ttlMs, retryWindowMs, value = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local cur = redis.call('HMGET', key, 'fence', 'value')
 local highest = tonumber(cur[1]) or 0
-if not cur[1] and ttlMs > 0 then
-  -- An expiring record takes the highest fence it saw with it once idle for ttlMs. Every fence
-  -- seen before was minted before then, so a fence that old is refused.
-  highest = nowUs - ttlMs * 1000
+if fence ~= '' or value then
+  local number = tonumber(fence)
+  local t = redis.call('TIME')
+  local nowUs = t[1] * 1000000 + t[2]
+  -- Checked here too, whoever runs this script: one malformed fence stored would outrank every
+  -- honest holder, and one minted (server time in µs) more than an hour from now is forged. That
+  -- bound is far below 2^53, so no fence that lost digits as a double gets past it either.
+  if not string.match(fence, '^[1-9][0-9]*$') or number > nowUs + 3600000000 then
+    return redis.error_reply('ERR fencelock: malformed fence')
+  end
+  -- A retry of a write that was applied (its reply lost) answers as the write did, and changes
+  -- nothing: since then the next holder may have claimed the resource, or this one written again.
+  if value and redis.call('GET', written) == fence then
+    return {1, number}
+  end
+  if not cur[1] and ttlMs > 0 then
+    -- An expiring record takes the highest fence it saw with it once idle for ttlMs. Every fence
+    -- seen before was minted before then, so a fence that old is refused.
+    highest = nowUs - ttlMs * 1000
+  end
+  if number < highest then
+    return {0, highest}
+  end
+  if value then
+    redis.call('HSET', key, 'fence', fence, 'value', value)
+    redis.call('SET', written, fence, 'PX', retryWindowMs)
+  else
+    redis.call('HSET', key, 'fence', fence)
+  end
+  -- Without ttlMs the record is kept, even if a store with one gave it a TTL before.
+  if ttlMs > 0 then redis.call('PEXPIRE', key, ttlMs) else redis.call('PERSIST', key) end
+  highest = number
 end
-if number < highest then
-  return {0, highest}
-end
-if value then
-  redis.call('HSET', key, 'fence', fence, 'value', value)
-else
-  redis.call('HSET', key, 'fence', fence)
-end
--- Without ttlMs the record is kept, even if a store with one gave it a TTL before.
-if ttlMs > 0 then redis.call('PEXPIRE', key, ttlMs) else redis.call('PERSIST', key) end
 -- The prefix keeps a client's automatic JSON parsing away from the value.
-if cur[2] and not value then return {1, number, 'v:' .. cur[2]} end
-return {1, number}
+if cur[2] and not value then return {1, highest, 'v:' .. cur[2]} end
+return {1, highest}

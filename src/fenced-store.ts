@@ -1,6 +1,7 @@
 import { LockConfigError, StaleFenceError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
-import { checkName, escapeName } from "./keys.ts";
+import { RETRY_WINDOW_MS } from "./attempt.ts";
+import { checkName, nameTag, newToken } from "./keys.ts";
 import { parseOptions, readOptionsSchema, storeOptionsSchema, type FencedStoreOptions } from "./options.ts";
 import { runScript, type Reply } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
@@ -33,22 +34,24 @@ export interface FencedStore {
  */
 export function createFencedStore(options: FencedStoreOptions): FencedStore {
   const { redis, prefix, timeoutMs, ttlMs = 0 } = parseOptions(storeOptionsSchema, options, "createFencedStore options");
-  const run = (script: scripts.LuaScript, resource: string, args: (string | number)[]) =>
-    runScript(redis, script, [`${prefix}:{${escapeName(resource)}}:data`], args, { timeoutMs });
-
-  /** Claims `fence` at the resource, and stores the value given as JSON `text` with it if any. */
-  async function fenceAt(resource: string, fence: number, what: string, text: string[] = []): Promise<Reply> {
+  /**
+   * Claims a checked `fence` at the resource, with the value given as JSON `text` if any; '' only
+   * reads. A write also names a record of its own, which store-fence.lua keeps so that a retry of
+   * the write that comes late is told what the write was told; every retry sends the same id.
+   */
+  async function fenceAt(resource: string, fence: number | "", text: string[] = []): Promise<Reply> {
     checkName(resource, "resource name");
-    checkFence(fence, what);
-    const reply = await run(scripts.storeFence, resource, [fence, ttlMs, ...text]);
+    const tag = nameTag(prefix, resource);
+    const keys = [`${tag}:data`, `${tag}:written:${newToken()}`];
+    const reply = await runScript(redis, scripts.storeFence, keys, [fence, ttlMs, RETRY_WINDOW_MS, ...text], { timeoutMs });
     // `!=`: a client may answer integers as decimal text; an accepted write must not read as stale.
-    if (reply[0] != 1) throw new StaleFenceError(resource, fence, Number(reply[1]));
-    return reply.slice(1);
+    if (reply[0] != 1) throw new StaleFenceError(resource, +fence, Number(reply[1]));
+    return reply;
   }
 
   return {
     async claim(resource, fence) {
-      await fenceAt(resource, fence, "claim");
+      await fenceAt(resource, checkFence(fence, "claim"));
     },
     async write(resource, value, fence) {
       let text: string | undefined;
@@ -58,18 +61,16 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
         // a BigInt, or an object that contains itself
       }
       if (text === undefined) throw new LockConfigError("value", [`expected a JSON value without cycles, got ${typeof value}`]);
-      await fenceAt(resource, fence, "write", [text]);
+      await fenceAt(resource, checkFence(fence, "write"), [text]);
     },
     async read<T>(resource: string, options?: { fence?: number }) {
       const { fence } = parseOptions(readOptionsSchema, options, "read options");
-      if (fence !== undefined) return decode<T>(await fenceAt(resource, fence, "read"));
-      checkName(resource, "resource name");
-      return decode<T>(await run(scripts.storeRead, resource, []));
+      return decode<T>(await fenceAt(resource, fence === undefined ? "" : checkFence(fence, "read")));
     },
   };
 }
 
-function decode<T>([fence, stored]: Reply): Fenced<T> | null {
+function decode<T>([, fence, stored]: Reply): Fenced<T> | null {
   if (typeof stored !== "string") return null;
   return { value: JSON.parse(stored.slice(2)) as T, fence: Number(fence) };
 }

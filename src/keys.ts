@@ -21,12 +21,14 @@ export function checkName(name: unknown, what = "lock name"): string {
 }
 
 /**
- * Escapes `%`, `{` and `}` so a name can never open or close a hash tag; escaping
- * `%` itself keeps the mapping one-to-one, so distinct names get distinct keys.
+ * How every key of one name (a lock's, a fenced resource's) begins: `prefix:{name}`, so that a
+ * script's keys all hash to one cluster slot. `%`, `{` and `}` are escaped so a name can never
+ * open or close the hash tag; escaping `%` itself keeps the mapping one-to-one, so distinct
+ * names get distinct keys.
  */
-export function escapeName(name: string): string {
+export function nameTag(prefix: string, name: string): string {
   // encodeURIComponent of these three is exactly %25, %7B and %7D.
-  return name.replace(/[%{}]/g, encodeURIComponent);
+  return `${prefix}:{${name.replace(/[%{}]/g, encodeURIComponent)}}`;
 }
 
 export interface LockKeys {
@@ -39,12 +41,9 @@ export interface LockKeys {
   readonly released?: string;
 }
 
-/**
- * All keys of one lock share a hash tag, so every script touches a single cluster slot.
- * Listed in the order the scripts take them as KEYS; `released` only for a lease's fence.
- */
+/** A lock's keys, in the order the scripts take them as KEYS; `released` only for a lease's fence. */
 export function lockKeys(prefix: string, name: string, fence?: number): LockKeys {
-  const tag = `${prefix}:{${escapeName(name)}}`;
+  const tag = nameTag(prefix, name);
   return {
     lock: `${tag}:lock`, fence: `${tag}:fence`, queue: `${tag}:queue`, alive: `${tag}:alive`,
     ...(fence && { released: `${tag}:released:${fence}` }),

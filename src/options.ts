@@ -46,10 +46,11 @@ export const storeOptionsSchema = z.strictObject({
 
 export type FencedStoreOptions = z.input<typeof storeOptionsSchema>;
 
-/** store.read()'s options: strict, so a misspelled `fence` cannot turn a claim into a plain read. */
-export const readOptionsSchema = z.strictObject({
-  fence: z.optional(z.number("expected lease.fence")),
-}, "expected an options object");
+/**
+ * store.read()'s options: strict, so a misspelled `fence` cannot turn a claim into a plain read.
+ * The fence itself is checked as claim() and write() check theirs.
+ */
+export const readOptionsSchema = z.strictObject({ fence: z.optional(z.unknown()) }, "expected an options object");
 
 export type LocksOptions = z.input<typeof locksOptionsSchema>;
 

@@ -32,10 +32,5 @@ export const release: LuaScript = {
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local E,B,F,G=KEYS[1],ARGV[1],tonumber(ARGV[2]),ARGV[3] local H=tonumber(B) local l=a('TIME') local m=l[1]*1000000+l[2] if not string.match(B,'^[1-9][0-9]*$')or H>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence') end local u=a('HMGET',E,'fence','value') local I=tonumber(u[1])or 0 if not u[1] and F>0 then I=m-F*1000 end if H<I then return{0,I} end if G then a('HSET',E,'fence',B,'value',G) else a('HSET',E,'fence',B) end if F>0 then a('PEXPIRE',E,F)else a('PERSIST',E)end if u[2] and not G then return{1,H,'v:'..u[2]}end return{1,H}",
-};
-
-export const storeRead: LuaScript = {
-  name: "store-read",
-  text: "local a=redis.call local E=KEYS[1] local u=a('HMGET',E,'fence','value') local I=tonumber(u[1])or 0 if u[2] then return{I,'v:'..u[2]}end return{I}",
+  text: "local a=redis.call local E,F=unpack(KEYS) local B,G,C,H=ARGV[1],tonumber(ARGV[2]),ARGV[3],ARGV[4] local u=a('HMGET',E,'fence','value') local I=tonumber(u[1])or 0 if B~='' or H then local J=tonumber(B) local l=a('TIME') local m=l[1]*1000000+l[2] if not string.match(B,'^[1-9][0-9]*$')or J>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence') end if H and a('GET',F)==B then return{1,J} end if not u[1] and G>0 then I=m-G*1000 end if J<I then return{0,I} end if H then a('HSET',E,'fence',B,'value',H) a('SET',F,B,'PX',C) else a('HSET',E,'fence',B) end if G>0 then a('PEXPIRE',E,G)else a('PERSIST',E)end I=J end if u[2] and not H then return{1,I,'v:'..u[2]}end return{1,I}",
 };

@@ -88,7 +88,8 @@ function openStream(redis: RedisClient, channel: string): WakeStream {
     subscriber.on("error", () => ((live = false), (failed = true), wakeAll()));
     // A fence: release.lua handed the lock to this waiter.
     subscriber.on("message", (event) => {
-      const handed = Number(typeof event === "object" && event && "message" in event && event.message);
+      // Any event reads safely so: a field of a primitive is undefined, and Number() of it NaN.
+      const handed = Number((event as { message?: unknown } | null | undefined)?.message);
       if (!Number.isSafeInteger(handed) || handed <= 0) return;
       granted = handed;
       wakeAll();

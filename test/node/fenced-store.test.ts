@@ -93,21 +93,23 @@ describe("fenced store", () => {
   it("refuses a forged fence inside Lua too, so no client can poison a resource", async () => {
     const { redis, prefix, store } = setup("forged");
     await store.write("doc", "honest", 100);
-    const key = `${prefix}:{doc}:data`;
+    const keys = [`${prefix}:{doc}:data`, `${prefix}:{doc}:written:forger`];
     for (const forged of ["1e20", "99999999999999999", "-5", "007", "12abc", ""]) {
-      await expect(redis.eval(scripts.storeFence.text, [key], [forged, "0", "evil"])).rejects.toThrow(/malformed fence/);
-      await expect(redis.eval(scripts.storeFence.text, [key], [forged, "0"])).rejects.toThrow(/malformed fence/);
+      await expect(redis.eval(scripts.storeFence.text, keys, [forged, "0", "60000", "evil"])).rejects.toThrow(/malformed fence/);
+      // No fence at all is a plain read, which claims nothing.
+      if (forged) await expect(redis.eval(scripts.storeFence.text, keys, [forged, "0", "60000"])).rejects.toThrow(/malformed fence/);
     }
     expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
+    await store.write("doc", "honest again", 100);
   });
 
   // Another service, or an older fencelock, may run the script itself: the script refuses too.
   it("refuses a fence from the future inside Lua too, so no client can lock honest holders out", async () => {
     const { redis, prefix, locks, store } = setup("forged-future");
     await store.write("doc", "honest", 100);
-    const key = `${prefix}:{doc}:data`;
+    const keys = [`${prefix}:{doc}:data`, `${prefix}:{doc}:written:forger`];
     for (const forged of ["9007199254740991", String((Date.now() + 2 * 3_600_000) * 1000)]) {
-      await expect(redis.eval(scripts.storeFence.text, [key], [forged, "0", "evil"])).rejects.toThrow(/malformed fence/);
+      await expect(redis.eval(scripts.storeFence.text, keys, [forged, "0", "60000", "evil"])).rejects.toThrow(/malformed fence/);
     }
     expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
     await locks.withLock("doc", (lease) => store.write("doc", "next holder", lease.fence));
@@ -181,6 +183,19 @@ describe("fenced store", () => {
     expect(await redis.pttl(`${prefix}:{temp}:data`)).toBeGreaterThan(59_000);
   });
 
+  // What lets a retry of a write whose reply was lost be told the truth (see below).
+  it("leaves one record per write, for a minute, and none for a claim or a read", async () => {
+    const { redis, prefix, store } = setup("write-record");
+    await store.write("doc", 1, 1);
+    await store.claim("doc", 2);
+    await store.read("doc", { fence: 2 });
+    await store.read("doc");
+    const records = await redis.keys(`${prefix}:{doc}:written:*`);
+    expect(records).toHaveLength(1);
+    expect(await redis.pttl(records[0] ?? "")).toBeGreaterThan(50_000);
+    expect(await redis.pttl(records[0] ?? "")).toBeLessThanOrEqual(60_000);
+  });
+
   it("with a client that does not retry, a write whose request failed never lands after the next one", async () => {
     const prefix = uniquePrefix("no-retry");
     const warm = createFencedStore({ redis: upstash(), prefix });
@@ -234,6 +249,56 @@ describe("fenced store", () => {
     // A holder that came after is not held back.
     await locks.withLock("doc", (c) => store.write("doc", "by C", c.fence));
     expect((await store.read("doc"))?.value).toBe("by C");
+  });
+});
+
+describe("a fenced write retried after its reply was lost", () => {
+  // The write reached Redis and was applied; its reply was lost, and @upstash/redis will send the
+  // same request again. `meanwhile` runs in that gap, before the retry goes out.
+  const replyLostThen = (meanwhile: () => Promise<unknown>, done: { n: number }) =>
+    (real: typeof fetch): typeof fetch => async (input, init) => {
+      const response = await real(input, init);
+      if (done.n > 0 || !String(init?.body).includes("paid by A")) return response;
+      done.n++;
+      await response.text();
+      await meanwhile();
+      throw new TypeError("fetch failed: connection reset after the request was sent");
+    };
+
+  it("is told accepted, not stale, when the next holder claimed the resource before the retry", async () => {
+    const { locks, store } = setup("write-retry-claimed", 200);
+    await store.write("invoice:7", { paid: false }, 1); // script loaded
+    const a = await locks.acquire("invoice:7");
+    let seenByB: unknown;
+    const gap = { n: 0 };
+    const outcome = await withFetch(
+      replyLostThen(async () => {
+        await sleep(250); // A's lease lapses; B takes over and builds on what A wrote
+        await locks.withLock("invoice:7", async (b) => {
+          seenByB = (await store.read("invoice:7", { fence: b.fence }))?.value;
+        });
+      }, gap),
+      () => store.write("invoice:7", { paid: "paid by A" }, a.fence).then(() => "accepted", (e: unknown) => e),
+    );
+    expect(gap.n).toBe(1);
+    expect(seenByB).toEqual({ paid: "paid by A" });
+    // StaleFenceError would tell A its write was refused, and A might undo what B built on.
+    expect(outcome).toBe("accepted");
+  });
+
+  it("does not write its value again over the same holder's next write", async () => {
+    const { locks, store } = setup("write-retry-again");
+    const lease = await locks.acquire("invoice:8");
+    await store.write("invoice:8", "draft", lease.fence); // script loaded
+    const gap = { n: 0 };
+    await withFetch(
+      // Another task of the same holder writes next, while the first write's retry is pending.
+      replyLostThen(() => store.write("invoice:8", "refunded by A", lease.fence), gap),
+      () => store.write("invoice:8", "paid by A", lease.fence),
+    );
+    expect(gap.n).toBe(1);
+    expect(await store.read("invoice:8")).toEqual({ value: "refunded by A", fence: lease.fence });
+    await lease.release();
   });
 });
 

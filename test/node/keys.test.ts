@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { escapeName, lockKeys } from "../../src/keys.ts";
+import { lockKeys, nameTag } from "../../src/keys.ts";
 
 /** The part of a key Redis Cluster hashes: between the first "{" and the next "}". */
 function hashTag(key: string): string {
@@ -14,8 +14,8 @@ describe("key layout", () => {
       fc.property(fc.string({ unit: "grapheme", minLength: 1, maxLength: 40 }), (name) => {
         const keys = lockKeys("app", name);
         for (const key of [keys.fence, keys.queue, keys.alive]) expect(hashTag(key)).toBe(hashTag(keys.lock));
-        expect(hashTag(keys.lock)).toBe(escapeName(name));
-        expect(escapeName(name)).not.toMatch(/[{}]/);
+        expect(`app:{${hashTag(keys.lock)}}`).toBe(nameTag("app", name));
+        expect(hashTag(keys.lock)).not.toMatch(/[{}]/);
       }),
     );
   });
@@ -24,10 +24,10 @@ describe("key layout", () => {
     fc.assert(
       fc.property(fc.string({ unit: "binary", maxLength: 12 }), fc.string({ unit: "binary", maxLength: 12 }), (a, b) => {
         fc.pre(a !== b);
-        expect(escapeName(a)).not.toBe(escapeName(b));
+        expect(nameTag("app", a)).not.toBe(nameTag("app", b));
       }),
     );
-    expect(escapeName("{")).not.toBe(escapeName("%7B"));
+    expect(nameTag("app", "{")).not.toBe(nameTag("app", "%7B"));
     // Pinned: locks already held under a name must keep their keys across versions.
     expect(lockKeys("app", "a%{b}ü").lock).toBe("app:{a%25%7Bb%7Dü}:lock");
     expect(lockKeys("app", "a}:lock").lock).toBe("app:{a%7D:lock}:lock");
