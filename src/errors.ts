@@ -39,8 +39,9 @@ export class LockLostError extends LockError {
 }
 
 /**
- * A write carried a fence lower than one the storage has already seen (`highestFence`), or,
- * for a fenced store with ttlMs whose record expired, minted before it could have expired.
+ * A write, claim or fenced read carried a fence lower than one the storage has already seen
+ * (`highestFence`), or, for a fenced store with ttlMs whose record expired, minted before it
+ * could have expired.
  */
 export class StaleFenceError extends LockError {
   override readonly name = "StaleFenceError";
@@ -49,7 +50,7 @@ export class StaleFenceError extends LockError {
   constructor(resource: string, fence: number, highestFence: number) {
     super(
       "STALE_FENCE",
-      `Write to "${resource}" with fence ${fence} rejected: fences below ${highestFence} are stale here.`,
+      `Fence ${fence} refused at "${resource}": fences below ${highestFence} are stale here.`,
     );
     this.fence = fence;
     this.highestFence = highestFence;

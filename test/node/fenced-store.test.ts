@@ -28,6 +28,9 @@ describe("fenced store", () => {
 
     const error = await staleError(store.write("invoice:42", { paidBy: "A" }, a.fence));
     expect(error).toMatchObject({ code: "STALE_FENCE", fence: a.fence, highestFence: b.fence });
+    expect(error.message).toBe(`Fence ${a.fence} refused at "invoice:42": fences below ${b.fence} are stale here.`);
+    // A claim (or a fenced read) is refused the same way, in the same words.
+    expect((await staleError(store.read("invoice:42", { fence: a.fence }))).message).toMatch(/^Fence \d+ refused at "invoice:42"/);
     expect(await store.read("invoice:42")).toEqual({ value: { paidBy: "B" }, fence: b.fence });
   });
 
