@@ -23,7 +23,9 @@ if fence ~= '' or value then
   end
   -- A retry of a write that was applied (its reply lost) answers as the write did, and changes
   -- nothing: since then the next holder may have claimed the resource, or this one written again.
-  if value and redis.call('GET', written) == fence then
+  -- Looked up for a claim too: a call without KEYS[2] (the layout before write records, whose
+  -- value would pass for the window here) fails on it, before it has changed anything.
+  if redis.call('GET', written) == fence and value then
     return {1, number}
   end
   if not cur[1] and ttlMs > 0 then
@@ -35,8 +37,9 @@ if fence ~= '' or value then
     return {0, highest}
   end
   if value then
-    redis.call('HSET', key, 'fence', fence, 'value', value)
+    -- Written first: with a window Redis refuses, the script fails before storing anything.
     redis.call('SET', written, fence, 'PX', retryWindowMs)
+    redis.call('HSET', key, 'fence', fence, 'value', value)
   else
     redis.call('HSET', key, 'fence', fence)
   end

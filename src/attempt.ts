@@ -1,10 +1,9 @@
 import { LockUnavailableError } from "./errors.ts";
 import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
+import { RETRY_WINDOW_MS } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 import type { Busy } from "./wait.ts";
 
-/** How long a retry may still come: a lock's last fence outlives the lease by this, a release's record lives this long. */
-export const RETRY_WINDOW_MS = 60_000;
 
 /**
  * Runs a lock script on the keys of lock `name` (and of the lease with `fence`, when given),

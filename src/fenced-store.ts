@@ -1,9 +1,8 @@
 import { LockConfigError, StaleFenceError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
-import { RETRY_WINDOW_MS } from "./attempt.ts";
 import { checkName, nameTag, newToken } from "./keys.ts";
 import { parseOptions, readOptionsSchema, storeOptionsSchema, type FencedStoreOptions } from "./options.ts";
-import { runScript, type Reply } from "./redis.ts";
+import { RETRY_WINDOW_MS, runScript, type Reply } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 
 /** A value and the highest fence its resource has seen (at least the fence that wrote it). */
@@ -35,17 +34,18 @@ export interface FencedStore {
 export function createFencedStore(options: FencedStoreOptions): FencedStore {
   const { redis, prefix, timeoutMs, ttlMs = 0 } = parseOptions(storeOptionsSchema, options, "createFencedStore options");
   /**
-   * Claims a checked `fence` at the resource, with the value given as JSON `text` if any; '' only
-   * reads. A write also names a record of its own, which store-fence.lua keeps so that a retry of
-   * the write that comes late is told what the write was told; every retry sends the same id.
+   * Claims a checked `fence` at the resource, with the value given as JSON `text` if any; without
+   * a fence, only reads. A write also names a record of its own, which store-fence.lua keeps so
+   * that a retry of the write that comes late is told what the write was told; every retry sends
+   * the same id.
    */
-  async function fenceAt(resource: string, fence: number | "", text: string[] = []): Promise<Reply> {
+  async function fenceAt(resource: string, fence: number | undefined, text: string[] = []): Promise<Reply> {
     checkName(resource, "resource name");
     const tag = nameTag(prefix, resource);
     const keys = [`${tag}:data`, `${tag}:written:${newToken()}`];
-    const reply = await runScript(redis, scripts.storeFence, keys, [fence, ttlMs, RETRY_WINDOW_MS, ...text], { timeoutMs });
+    const reply = await runScript(redis, scripts.storeFence, keys, [fence ?? "", ttlMs, RETRY_WINDOW_MS, ...text], { timeoutMs });
     // `!=`: a client may answer integers as decimal text; an accepted write must not read as stale.
-    if (reply[0] != 1) throw new StaleFenceError(resource, +fence, Number(reply[1]));
+    if (reply[0] != 1) throw new StaleFenceError(resource, fence ?? 0, Number(reply[1]));
     return reply;
   }
 
@@ -65,7 +65,7 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
     },
     async read<T>(resource: string, options?: { fence?: number }) {
       const { fence } = parseOptions(readOptionsSchema, options, "read options");
-      return decode<T>(await fenceAt(resource, fence === undefined ? "" : checkFence(fence, "read")));
+      return decode<T>(await fenceAt(resource, fence === undefined ? undefined : checkFence(fence, "read")));
     },
   };
 }

@@ -1,4 +1,4 @@
-import { RETRY_WINDOW_MS, attemptAcquire, leaseBackend, type Run } from "./attempt.ts";
+import { attemptAcquire, leaseBackend, type Run } from "./attempt.ts";
 import { LockConfigError, LockTimeoutError, LockUnavailableError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
 import { checkName, lockKeys, newToken } from "./keys.ts";
@@ -7,7 +7,7 @@ import {
   acquireOptionsSchema, locksOptionsSchema, ownerToken, parseOptions, tryAcquireOptionsSchema,
   type AcquireOptions, type LocksOptions, type TryAcquireOptions,
 } from "./options.ts";
-import { integers, runScript } from "./redis.ts";
+import { integers, RETRY_WINDOW_MS, runScript } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 import { QUEUE_ALIVE_MS, type Busy } from "./wait.ts";
 import { pollWaiter, pushWaiter } from "./wake.ts";

@@ -25,6 +25,13 @@ export interface RunOptions {
   readonly secrets?: readonly string[];
 }
 
+/**
+ * How long a retry of a request may still come (the client's own retries, after a reply was lost):
+ * a lock's last fence outlives its lease by this, and a release's or a store write's record of
+ * itself lives this long.
+ */
+export const RETRY_WINDOW_MS = 60_000;
+
 /** A script's reply: our scripts answer flat arrays of integers and strings. */
 export type Reply = readonly (number | string)[];
 

@@ -103,7 +103,18 @@ describe("fenced store", () => {
       if (forged) await expect(redis.eval(scripts.storeFence.text, keys, [forged, "0", "60000"])).rejects.toThrow(/malformed fence/);
     }
     expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
-    await store.write("doc", "honest again", 100);
+    await store.write("doc", "honest again", 100); // and the honest holder is not held back
+  });
+
+  it("refuses a write run directly with a bad retry window or without its record's key, storing nothing", async () => {
+    const { redis, prefix, store } = setup("script-inputs");
+    await store.write("doc", "honest", 100);
+    const keys = [`${prefix}:{doc}:data`, `${prefix}:{doc}:written:direct`];
+    await expect(redis.eval(scripts.storeFence.text, keys, ["101", "0", "0", JSON.stringify("evil")])).rejects.toThrow();
+    // The layout before write records: one key, [fence, ttlMs, value]. Its value must not pass for
+    // the window, and the write for a claim answered "accepted".
+    await expect(redis.eval(scripts.storeFence.text, [keys[0] ?? ""], ["101", "0", JSON.stringify("paid")])).rejects.toThrow();
+    expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
   });
 
   // Another service, or an older fencelock, may run the script itself: the script refuses too.
