@@ -4,7 +4,6 @@ import { RETRY_WINDOW_MS } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 import type { Busy } from "./wait.ts";
 
-
 /**
  * Runs a lock script on the keys of lock `name` (and of the lease with `fence`, when given),
  * keeping `owner` out of any error message.
