@@ -101,6 +101,20 @@ describe("requireFence", () => {
     expect(await res.json()).toMatchObject({ fence: 700, highestFence: 705 });
   });
 
+  // Hono's default onError would log the handler's StaleFenceError, an expected refusal.
+  it("answers 409 when the app's own onError answered the handler's StaleFenceError first", async () => {
+    const { app } = blobService();
+    const unexpected: unknown[] = [];
+    app.onError((error, c) => {
+      if (!(error instanceof StaleFenceError)) unexpected.push(error);
+      return c.text("handled", 500);
+    });
+    const res = await put(app, "700", "?overtaken=1");
+    expect(res.status).toBe(409);
+    expect(await res.json()).toMatchObject({ fence: 700, highestFence: 705 });
+    expect(unexpected).toEqual([]);
+  });
+
   it("lets the error response be replaced", async () => {
     const redis = upstash();
     const store = createFencedStore({ redis, prefix: uniquePrefix("blobs") });
