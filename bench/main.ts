@@ -19,6 +19,7 @@ import { environment } from "./report/env.ts";
 import { renderMarkdown } from "./report/markdown.ts";
 import type { BenchResults } from "./report/results.ts";
 import { runHandoff, type Unavailable } from "./scenarios/handoff.ts";
+import { runRequestFloor } from "./scenarios/request-floor.ts";
 import { runScaling } from "./scenarios/scaling.ts";
 import { runSize } from "./scenarios/size.ts";
 import { runUncontended } from "./scenarios/uncontended.ts";
@@ -29,6 +30,7 @@ const plans: BenchResults["plans"] = {
   // No wait outlasts its round: a 4 s round lets a wait show 10× the poll mean (~300-400 ms) and more.
   handoff: { clients: 8, durationMs: quick ? 1_500 : 8_000, rounds: quick ? 1 : 2, holdMs: 5 },
   scaling: { cellMs: quick ? 500 : 2_000, names: [1, 100, 10_000], namesClients: 16, contenders: [1, 8, 64], holdMs: 5 },
+  requestFloor: { samples: quick ? 10 : 300, pauseMs: 5 },
 };
 const HANDOFF_WARM_MS = 500;
 /**
@@ -62,13 +64,15 @@ async function measure(endpoint: Endpoint, stats: RedisStats, started: number): 
     toWaiter: await runHandoff(contenders, plans.handoff, "after-handoff", stats),
   };
   await stats.flush();
+  progress(`request floor: ${plans.requestFloor.samples} PINGs after a ${plans.requestFloor.pauseMs} ms pause, each followed by one more`);
+  const requestFloor = await runRequestFloor(endpoint, plans.requestFloor);
   const fencelocks = push.available ? [pushLibrary, poll] : [poll];
   const scaling = await runScaling(fencelocks, [...fencelocks, upstash, ...tcp], plans.scaling, stats);
   const size = await runSize();
   const libraries = [pushLibrary, poll, upstash, rawFloorLibrary(endpoint), ...tcp]
     .map(({ id, label, transport, settings }) => ({ id, label, transport, settings }));
   return {
-    environment: environment(await stats.version()), plans, libraries, push, uncontended, handoff, scaling, size,
+    environment: environment(await stats.version()), plans, libraries, push, uncontended, handoff, requestFloor, scaling, size,
     runSeconds: Math.round((now() - started) / 100) / 10,
   };
 }

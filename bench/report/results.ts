@@ -2,6 +2,7 @@ import type { PushAvailability } from "../adapters/push-probe.ts";
 import type { Transport } from "../adapters/types.ts";
 import type { Measured } from "../../scripts/size.ts";
 import type { HandoffPlan, HandoffRow } from "../scenarios/handoff.ts";
+import type { RequestFloor, RequestFloorPlan } from "../scenarios/request-floor.ts";
 import type { ScalingCell, ScalingPlan } from "../scenarios/scaling.ts";
 import type { UncontendedPlan, UncontendedRow } from "../scenarios/uncontended.ts";
 import type { Environment } from "./env.ts";
@@ -16,7 +17,7 @@ export interface LibraryInfo {
 /** Everything one run measured: written as bench/results/latest.json. */
 export interface BenchResults {
   environment: Environment;
-  plans: { uncontended: UncontendedPlan; handoff: HandoffPlan; scaling: ScalingPlan };
+  plans: { uncontended: UncontendedPlan; handoff: HandoffPlan; scaling: ScalingPlan; requestFloor: RequestFloorPlan };
   libraries: LibraryInfo[];
   push: PushAvailability;
   uncontended: UncontendedRow[];
@@ -26,6 +27,8 @@ export interface BenchResults {
     /** 2b: the releaser rejoins once another client has the lock, and 0–100 ms later. */
     toWaiter: HandoffRow[];
   };
+  /** One request alone, after a pause as long as a hold and back to back: a yardstick for push. */
+  requestFloor: RequestFloor;
   scaling: ScalingCell[];
   size: Measured[];
   runSeconds: number;
