@@ -104,8 +104,9 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs: number, secre
     );
   }
   // @upstash/redis appends the whole command (owner token included) to its messages, and
-  // fetch quotes a URL with credentials in it whole.
-  let reason = messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\/\/\S+@/g, "//");
+  // fetch quotes a URL with credentials in it whole. No `/` in the credentials' class: `\S+@`
+  // backtracks from every `//` of a long run of slashes (quadratic).
+  let reason = messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\/\/[^\s/@]*@/g, "//");
   for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
   const hint = /unauthori[sz]ed|WRONGPASS|401/i.test(reason)
     ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"

@@ -26,6 +26,7 @@ export class EventStream {
   readonly #response: ServerResponse;
   readonly #onEnd: () => void;
   #held: string[] | undefined = [];
+  #heldBytes = 0;
   #ended = false;
   #keepAlive: NodeJS.Timeout | undefined;
 
@@ -41,11 +42,12 @@ export class EventStream {
 
   /** Sends the headers and `first`, then what was held back; later events go out as they come. */
   open(headers: OutgoingHttpHeaders, first: readonly string[], keepAliveMs: number): void {
+    if (this.#ended) return;
     this.#response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...headers });
     const held = this.#held ?? [];
     this.#held = undefined;
     for (const event of [...first, ...held]) this.send(event);
-    // Not for a stream those events already dropped (a reader 32 MB behind): nothing would clear it.
+    // Not for a stream those events already dropped (a reader far behind): nothing would clear it.
     if (!this.#ended) this.#keepAlive = setInterval(() => this.send(": ping\n\n"), keepAliveMs).unref();
   }
 
@@ -53,6 +55,9 @@ export class EventStream {
     if (this.#ended) return;
     if (this.#held) {
       this.#held.push(event);
+      // Held back until open(), they count against the same limit as an open stream's backlog.
+      this.#heldBytes += Buffer.byteLength(event);
+      if (this.#heldBytes > MAX_BUFFERED_BYTES) this.end();
       return;
     }
     this.#response.write(event);
@@ -68,7 +73,8 @@ export class EventStream {
     this.#ended = true;
     clearInterval(this.#keepAlive);
     // Before open() nothing was sent and the caller still owes the client a JSON error.
-    if (!this.#held) this.#response.end();
+    if (this.#held) this.#held.length = 0;
+    else this.#response.end();
     this.#onEnd();
   }
 }

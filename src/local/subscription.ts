@@ -67,7 +67,7 @@ export async function streamSubscription(
   if (response.destroyed) end(); // the client left while the connection was being taken
   try {
     const confirmations = await confirming;
-    if (stream.ended) throw new RedisUnavailableError("the subscription ended before Redis confirmed it");
+    if (stream.ended) throw new RedisUnavailableError("the subscription ended before Redis confirmed it (the connection closed, or over 32 MB of messages came first)");
     stream.open(headers, confirmations, backend.keepAliveMs ?? KEEP_ALIVE_MS);
   } catch (error) {
     stream.end();

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { createFencedStore, createLocks, StaleFenceError } from "../../src/index.ts";
@@ -151,6 +153,33 @@ describe("parseFenceHeader", () => {
 });
 
 describe("fencedFetch", () => {
+  // Any other 409 (a conflict page, a stream) is the caller's: fencedFetch once read it whole first.
+  it("hands back a 409 that is not a stale-fence problem without reading it, even an endless one", async () => {
+    const endless = createServer((request, response) => {
+      response.writeHead(409, { "content-type": request.url === "/json" ? "application/json" : "text/html" });
+      response.write(request.url === "/json" ? '{"type": "' : "<html>");
+      const timer = setInterval(() => response.write("x".repeat(16 * 1024)), 5);
+      response.on("close", () => clearInterval(timer));
+    });
+    await new Promise<void>((resolve) => endless.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(endless.address() as AddressInfo).port}`;
+    const { locks } = blobService();
+    const lease = await locks.acquire("invoice-42");
+    try {
+      for (const path of ["/html", "/json"]) {
+        const stop = new AbortController();
+        const answer = fencedFetch(lease, `${base}${path}`, { signal: stop.signal }).then((r) => r.status, (e: unknown) => e);
+        const late = new Promise((resolve) => setTimeout(() => resolve("still reading after 2 s"), 2_000));
+        expect(await Promise.race([answer, late])).toBe(409);
+        stop.abort();
+      }
+    } finally {
+      await lease.release();
+      endless.closeAllConnections();
+      endless.close();
+    }
+  });
+
   it("sends the lease's fence, and turns a stale answer into StaleFenceError", async () => {
     const { app, locks, store } = blobService();
     const lease = await locks.acquire("invoice-42");

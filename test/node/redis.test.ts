@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createFencedStore, createLocks, LockTimeoutError, LockUnavailableError } from "../../src/index.ts";
+import { createFencedStore, createLocks, LockTimeoutError, LockUnavailableError, type RedisClient } from "../../src/index.ts";
 import { delayingResponses, withFetch } from "../support/fetch-wrappers.ts";
 import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
@@ -100,6 +100,19 @@ describe("a Redis that is down or slow", () => {
     const { error } = await failure(createLocks({ redis }).tryAcquire("job"));
     expect(error).toBeInstanceOf(LockUnavailableError);
     expect(error.message).not.toContain("SECRET-TOKEN");
+  });
+
+  // An error body from the endpoint or a proxy in front of it reaches the message whole; the
+  // credentials scrub once backtracked from every `//` of it: seconds for 40 KB of slashes.
+  it("reads a long hostile error message in linear time, and still scrubs credentials in it", async () => {
+    const hostile: RedisClient = {
+      evalsha: () => Promise.reject(new Error(`ERR ${"/".repeat(40_000)} https://user:SECRET@host`)),
+      eval: () => Promise.reject(new Error("unused")),
+    };
+    const { error, ms } = await failure(createLocks({ redis: hostile }).tryAcquire("job"));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).not.toContain("SECRET");
+    expect(ms).toBeLessThan(100); // microseconds now; seconds before
   });
 
   it("says how to fix a key under the prefix that is not fencelock's", async () => {
