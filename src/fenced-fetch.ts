@@ -19,40 +19,61 @@ export async function fencedFetch(lease: Lease, input: string | URL | Request, i
   const own = "signal" in init ? init.signal : input instanceof Request ? input.signal : undefined;
   const signal = own ? AbortSignal.any([own, lease.signal]) : lease.signal;
   const response = await fetch(input, { ...init, headers, signal });
-  if (response.status === 409) {
-    const problem = await staleFenceProblemIn(response);
-    if (problem?.type === STALE_FENCE_PROBLEM && typeof problem.highestFence === "number") {
-      // The caller never sees this response: its unread body would hold the connection.
-      await response.body?.cancel();
-      const resource = response.url || (input instanceof Request ? input.url : String(input));
-      throw new StaleFenceError(resource, lease.fence, problem.highestFence);
-    }
+  if (response.status !== 409) return response;
+  const { problem, conflict } = await readConflict(response);
+  if (problem?.type === STALE_FENCE_PROBLEM && typeof problem.highestFence === "number") {
+    const resource = response.url || (input instanceof Request ? input.url : String(input));
+    throw new StaleFenceError(resource, lease.fence, problem.highestFence);
   }
-  return response;
+  return conflict;
 }
 
 /** A problem document is a few hundred bytes; a longer body is some other conflict. */
-const PROBLEM_MAX_CHARS = 64 * 1024;
+const PROBLEM_MAX_BYTES = 64 * 1024;
+
+type Conflict = { problem: { type?: unknown; highestFence?: unknown } | null; conflict: Response };
 
 /**
- * The JSON problem a 409 carries, or null. Read from a copy and only so far: any other 409 (an
- * HTML page, a long or endless stream) goes back to the caller unread, not buffered whole first.
+ * Reads a JSON 409 far enough to tell whether it is a stale-fence problem. Any other 409 (an HTML
+ * page, a long or endless stream) goes back to the caller as it came, what was read put back in
+ * front of the rest, so it is never buffered whole first. Not through clone(): a tee's branch
+ * cancelled while the other is read makes a later abort of the request an unhandled rejection.
  */
-async function staleFenceProblemIn(response: Response): Promise<{ type?: unknown; highestFence?: unknown } | null> {
-  if (!/json/i.test(response.headers.get("content-type") ?? "")) return null;
-  const reader = response.clone().body?.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  try {
-    for (let chunk = await reader?.read(); chunk && !chunk.done; chunk = await reader?.read()) {
-      text += decoder.decode(chunk.value, { stream: true });
-      if (text.length > PROBLEM_MAX_CHARS) throw new RangeError("not a problem document");
-    }
-    return JSON.parse(text) as { type?: unknown; highestFence?: unknown };
-  } catch {
-    // Stops the copy; the caller's body goes on unaffected. Not awaited: a tee's branch settles its
-    // cancel only once the other branch is cancelled too, which is the caller's to do.
-    reader?.cancel().catch(() => undefined);
-    return null;
+async function readConflict(response: Response): Promise<Conflict> {
+  const reader = /^application\/(problem\+)?json/i.test(response.headers.get("content-type") ?? "") && response.body?.getReader();
+  if (!reader) return { problem: null, conflict: response };
+  const seen: Uint8Array[] = [];
+  let size = 0;
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    seen.push(chunk.value);
+    size += chunk.value.length;
+    if (size > PROBLEM_MAX_BYTES) return { problem: null, conflict: withBody(response, seen, reader) };
   }
+  let problem: Conflict["problem"] = null;
+  const decoder = new TextDecoder();
+  try {
+    problem = JSON.parse(seen.map((chunk) => decoder.decode(chunk, { stream: true })).join("") + decoder.decode());
+  } catch {
+    // not JSON after all: the caller's to read
+  }
+  return { problem, conflict: withBody(response, seen) };
+}
+
+/** `response` again, its body the chunks already read and then what `rest` still holds. */
+function withBody(response: Response, seen: Uint8Array[], rest?: ReadableStreamDefaultReader<Uint8Array>): Response {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of seen) controller.enqueue(chunk);
+      if (!rest) controller.close();
+    },
+    async pull(controller) {
+      const chunk = await rest?.read();
+      if (!chunk || chunk.done) controller.close();
+      else controller.enqueue(chunk.value);
+    },
+    cancel: (reason) => rest?.cancel(reason),
+  });
+  const copy = new Response(body, response);
+  // Where it came from, as fetch() said; `new Response` has no way to set these.
+  return Object.defineProperties(copy, { url: { value: response.url }, redirected: { value: response.redirected } });
 }

@@ -154,8 +154,10 @@ describe("parseFenceHeader", () => {
 
 describe("fencedFetch", () => {
   // Any other 409 (a conflict page, a stream) is the caller's: fencedFetch once read it whole first.
-  it("hands back a 409 that is not a stale-fence problem without reading it, even an endless one", async () => {
+  it("hands back a 409 that is not a stale-fence problem with its body whole, without buffering an endless one", async () => {
+    const other = { type: "urn:example:conflict", title: "Already paid" };
     const endless = createServer((request, response) => {
+      if (request.url === "/other") return void response.writeHead(409, { "content-type": "application/problem+json" }).end(JSON.stringify(other));
       response.writeHead(409, { "content-type": request.url === "/json" ? "application/json" : "text/html" });
       response.write(request.url === "/json" ? '{"type": "' : "<html>");
       const timer = setInterval(() => response.write("x".repeat(16 * 1024)), 5);
@@ -168,11 +170,19 @@ describe("fencedFetch", () => {
     try {
       for (const path of ["/html", "/json"]) {
         const stop = new AbortController();
-        const answer = fencedFetch(lease, `${base}${path}`, { signal: stop.signal }).then((r) => r.status, (e: unknown) => e);
-        const late = new Promise((resolve) => setTimeout(() => resolve("still reading after 2 s"), 2_000));
-        expect(await Promise.race([answer, late])).toBe(409);
-        stop.abort();
+        const answer = fencedFetch(lease, `${base}${path}`, { signal: stop.signal });
+        const late = new Promise<string>((resolve) => setTimeout(() => resolve("still reading after 2 s"), 2_000));
+        const response = await Promise.race([answer, late]);
+        if (typeof response === "string") throw new Error(response);
+        expect({ status: response.status, url: response.url }).toEqual({ status: 409, url: `${base}${path}` });
+        // The body as sent, from its first byte: what fencedFetch read to tell is put back.
+        const first = await response.body?.getReader().read();
+        expect(new TextDecoder().decode(first?.value)).toMatch(path === "/json" ? /^\{"type": "/ : /^<html>/);
+        stop.abort(); // as a caller gives up on an endless body; no unhandled rejection may follow
       }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Another problem, read whole to tell, still reads whole.
+      expect(await (await fencedFetch(lease, `${base}/other`)).json()).toEqual(other);
     } finally {
       await lease.release();
       endless.closeAllConnections();
