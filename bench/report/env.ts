@@ -44,7 +44,9 @@ function installedVersion(name: string): string {
 function gitCommit(): string {
   try {
     const run = (args: string[]) => execFileSync("git", args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    const dirty = run(["status", "--porcelain", "--untracked-files=no"]) === "" ? "" : " (with uncommitted changes)";
+    // Not the results of an earlier run, which every run after it would otherwise count as changes.
+    const changes = run(["status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)bench/results"]);
+    const dirty = changes === "" ? "" : " (with uncommitted changes)";
     return `${run(["rev-parse", "--short", "HEAD"])}${dirty}`;
   } catch {
     return "unknown";
