@@ -1,16 +1,45 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startWorker, type StartedWorker } from "../../scripts/worker-runtime.ts";
+import { STALE_FENCE_PROBLEM } from "../../src/problem.ts";
 import { uniquePrefix } from "../support/upstash.ts";
 
-// lockGuard and guardFetch inside real workerd, against real Redis through the local server.
+/** A blob service whose writes answer 409: a stale-fence problem, or a large conflict of its own. */
+const LARGE_CONFLICT = JSON.stringify({ conflict: "x".repeat(200_000) });
+let blobs: Server;
+
+// lockGuard, guardFetch and fencedFetch inside real workerd, against real Redis through the local server.
 let worker: StartedWorker;
 beforeAll(async () => {
+  blobs = createServer((request, response) => {
+    const stale = request.url === "/stale";
+    response.writeHead(409, { "content-type": stale ? "application/problem+json" : "application/json" });
+    response.end(stale ? JSON.stringify({ type: STALE_FENCE_PROBLEM, status: 409, highestFence: 123 }) : LARGE_CONFLICT);
+  });
+  await new Promise<void>((resolve) => blobs.listen(0, "127.0.0.1", resolve));
   const { url, token } = inject("upstash");
   worker = await startWorker(new URL("../workers/guard/worker.ts", import.meta.url), {
-    bindings: { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token, PREFIX: uniquePrefix("workerd") },
+    bindings: {
+      UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token, PREFIX: uniquePrefix("workerd"),
+      BLOBS_URL: `http://127.0.0.1:${(blobs.address() as AddressInfo).port}`,
+    },
   });
 });
-afterAll(() => worker?.dispose());
+afterAll(async () => {
+  await worker?.dispose();
+  blobs?.closeAllConnections();
+  blobs?.close();
+});
+
+describe("fencedFetch in workerd", () => {
+  it("turns a stale-fence 409 into StaleFenceError, and hands back any other 409 whole", async () => {
+    expect(await (await post("/fenced/stale")).json()).toMatchObject({ error: "StaleFenceError", highestFence: 123 });
+    expect(await (await post("/fenced/large")).json()).toMatchObject({
+      status: 409, length: LARGE_CONFLICT.length, head: LARGE_CONFLICT.slice(0, 8), url: expect.stringMatching(/\/large$/),
+    });
+  });
+});
 
 const post = (path: string) => worker.fetch(path, { method: "POST" });
 

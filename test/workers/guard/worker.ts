@@ -1,16 +1,20 @@
-// Runs inside workerd (Miniflare): lockGuard and guardFetch against real Redis via the local server.
+// Runs inside workerd (Miniflare): lockGuard, guardFetch and fencedFetch against real Redis via the
+// local server.
 import { Redis } from "@upstash/redis/cloudflare";
 import { Hono } from "hono";
 import { createLocks, type Locks, type RedisClient } from "../../../src/index.ts";
 import { scriptSha1 } from "../../../src/redis.ts";
 import * as scripts from "../../../src/scripts.gen.ts";
 import { lockGuard, type LockVariables } from "../../../src/hono.ts";
+import { fencedFetch } from "../../../src/http.ts";
 import { guardFetch, type WaitUntil } from "../../../src/worker.ts";
 
 interface Env {
   UPSTASH_REDIS_REST_URL: string;
   UPSTASH_REDIS_REST_TOKEN: string;
   PREFIX: string;
+  /** A service the test runs, whose writes answer 409 in the ways fencedFetch must tell apart. */
+  BLOBS_URL: string;
 }
 
 function locksFor(env: Env): Locks {
@@ -71,6 +75,19 @@ app.post(
   },
 );
 app.get("/reports/:id", guard(), (c) => c.text(`report ${c.get("lease").fence}`));
+// fencedFetch on the edge: a stale-fence 409 becomes StaleFenceError; any other comes back whole.
+app.post("/fenced/:path", async (c) => {
+  const lease = await locksFor(c.env).acquire(`fenced:${c.req.param("path")}`);
+  try {
+    const response = await fencedFetch(lease, `${c.env.BLOBS_URL}/${c.req.param("path")}`, { method: "PUT", body: "v" });
+    const text = await response.text();
+    return c.json({ status: response.status, url: response.url, length: text.length, head: text.slice(0, 8) });
+  } catch (error) {
+    return c.json({ error: error instanceof Error ? error.name : String(error), ...(error as { highestFence?: number }) });
+  } finally {
+    await lease.release();
+  }
+});
 app.get("/jobs/:id", async (c) => c.json(await locksFor(c.env).inspect(`job:${c.req.param("id")}`)));
 app.onError((error, c) => c.json({ error: error.message }, 500));
 
