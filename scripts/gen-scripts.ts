@@ -17,7 +17,11 @@ export function minifyLua(source: string, letters = new Map<string, string>()): 
   if (lines.some((line) => line.startsWith("("))) throw new Error("lua/: do not start a line with (");
   const tightened = lines
     .map((line) => line.split(/('[^']*')/).map((part, i) => (i % 2 ? part : tighten(part, i > 0))).join(""))
-    .join(" ");
+    .join(" ")
+    // Lines joined after `)`, `]`, `}` or a string need no space: a name or keyword there starts a new token.
+    .split(/('[^']*')/)
+    .map((part, i) => (i % 2 ? part : part.replace(/([)\]}]) (?=[A-Za-z_])/g, "$1").replace(/^ (?=[A-Za-z_])/, "")))
+    .join("");
   if (tightened.includes('"')) throw new Error("lua/: quote strings with ' so the minifier can see them");
   // Lines are joined with spaces, so a comment after code would swallow the rest of the script.
   if (tightened.split(/'[^']*'/).some((code) => code.includes("--"))) throw new Error("lua/: put comments on lines of their own");

@@ -38,6 +38,8 @@ type Conflict = { problem: { type?: unknown; highestFence?: unknown } | null; co
  * page, a long or endless stream) goes back to the caller as it came, what was read put back in
  * front of the rest, so it is never buffered whole first. Not through clone(): a tee's branch
  * cancelled while the other is read makes a later abort of the request an unhandled rejection.
+ * One difference remains: a long JSON 409 dropped unread keeps its connection until the lease ends
+ * (its signal aborts the request), where fetch would close it once the response is collected.
  */
 async function readConflict(response: Response): Promise<Conflict> {
   const reader = /^application\/(problem\+)?json/i.test(response.headers.get("content-type") ?? "") && response.body?.getReader();
@@ -73,7 +75,14 @@ function withBody(response: Response, seen: Uint8Array[], rest?: ReadableStreamD
     },
     cancel: (reason) => rest?.cancel(reason),
   });
-  const copy = new Response(body, response);
-  // Where it came from, as fetch() said; `new Response` has no way to set these.
-  return Object.defineProperties(copy, { url: { value: response.url }, redirected: { value: response.redirected } });
+  return asFetched(new Response(body, response), response);
+}
+
+/** `copy`, and each clone of it, with where `fetched` came from: `new Response` cannot set these. */
+function asFetched(copy: Response, fetched: Response): Response {
+  return Object.defineProperties(copy, {
+    url: { value: fetched.url },
+    redirected: { value: fetched.redirected },
+    clone: { value: () => asFetched(Response.prototype.clone.call(copy), fetched) },
+  });
 }

@@ -104,9 +104,10 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs: number, secre
     );
   }
   // @upstash/redis appends the whole command (owner token included) to its messages, and
-  // fetch quotes a URL with credentials in it whole. No `/` in the credentials' class: `\S+@`
-  // backtracks from every `//` of a long run of slashes (quadratic).
-  let reason = messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\/\/[^\s/@]*@/g, "//");
+  // fetch quotes a URL with credentials in it whole: all from a word's `//` to its last `@` goes
+  // (a password may hold both). A word of 300 characters or more is no use to read, and `\S+@`
+  // would backtrack over it from each of its `//`s (quadratic on a long run of slashes): it goes.
+  let reason = messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
   for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
   const hint = /unauthori[sz]ed|WRONGPASS|401/i.test(reason)
     ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"

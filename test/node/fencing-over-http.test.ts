@@ -181,8 +181,11 @@ describe("fencedFetch", () => {
         stop.abort(); // as a caller gives up on an endless body; no unhandled rejection may follow
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
-      // Another problem, read whole to tell, still reads whole.
-      expect(await (await fencedFetch(lease, `${base}/other`)).json()).toEqual(other);
+      // Another problem, read whole to tell, still reads whole, and so does its clone.
+      const another = await fencedFetch(lease, `${base}/other`);
+      const copy = another.clone();
+      expect({ url: copy.url, redirected: copy.redirected }).toEqual({ url: `${base}/other`, redirected: false });
+      expect([await another.json(), await copy.json()]).toEqual([other, other]);
     } finally {
       await lease.release();
       endless.closeAllConnections();

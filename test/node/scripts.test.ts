@@ -32,16 +32,11 @@ describe("minifyLua", () => {
       "local ttl = redis.call('PTTL', a)",
       "return 'q:' .. fence .. waitInLine(ttl)[2]",
     ].join("\n");
-    expect(minifyLua(source)).toBe([
-      "local a=redis.call",
-      "local b,c=ARGV[1],KEYS[1]",
-      "local function d(e)",
-      "return{0,e}",
-      "end",
-      "a('HSET',c,'fence',b)",
-      "local e=a('PTTL',c)",
-      "return 'q:'..b..d(e)[2]",
-    ].join(" "));
+    // Lines are joined by a space, except after `)`, `]` and `}`, where a name needs none.
+    expect(minifyLua(source)).toBe(
+      "local a=redis.call local b,c=ARGV[1],KEYS[1]local function d(e)return{0,e}end " +
+        "a('HSET',c,'fence',b)local e=a('PTTL',c)return 'q:'..b..d(e)[2]",
+    );
   });
 
   it("refuses what would change meaning once lines are joined: a comment after code, a line opening with (", () => {
