@@ -107,8 +107,10 @@ export async function leaveWhenSent(
 function releasingBody(response: Response, lease: Lease, ctx: WaitUntil | undefined, mode: ReleaseMode) {
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   // With a Content-Length the client has the whole body with its last byte, not at the end of
-  // the stream: "await" releases before passing that byte on.
-  const length = Number(response.headers.get("Content-Length") || Infinity);
+  // the stream: "await" releases before passing that byte on. Not with a Content-Encoding: then
+  // the length is that of the encoded bytes, and fetch() hands on the body decoded, longer.
+  const encoded = !/^(identity)?$/i.test(response.headers.get("Content-Encoding") ?? "");
+  const length = encoded ? Infinity : Number(response.headers.get("Content-Length") || Infinity);
   let sent = 0;
   let left: Promise<void> | undefined;
   const leave = (as: ReleaseMode) => (left ??= leaveGuard(lease, ctx, as));

@@ -3,11 +3,13 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startWorker, type StartedWorker } from "../../scripts/worker-runtime.ts";
 import { STALE_FENCE_PROBLEM } from "../../src/problem.ts";
+import { gzipUpstream } from "../support/gzip-upstream.ts";
 import { uniquePrefix } from "../support/upstash.ts";
 
 /** A blob service whose writes answer 409: a stale-fence problem, or a large conflict of its own. */
 const LARGE_CONFLICT = JSON.stringify({ conflict: "x".repeat(200_000) });
 let blobs: Server;
+let gzip: Awaited<ReturnType<typeof gzipUpstream>>;
 
 // lockGuard, guardFetch and fencedFetch inside real workerd, against real Redis through the local server.
 let worker: StartedWorker;
@@ -18,11 +20,13 @@ beforeAll(async () => {
     response.end(stale ? JSON.stringify({ type: STALE_FENCE_PROBLEM, status: 409, highestFence: 123 }) : LARGE_CONFLICT);
   });
   await new Promise<void>((resolve) => blobs.listen(0, "127.0.0.1", resolve));
+  gzip = await gzipUpstream();
   const { url, token } = inject("upstash");
   worker = await startWorker(new URL("../workers/guard/worker.ts", import.meta.url), {
     bindings: {
       UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token, PREFIX: uniquePrefix("workerd"),
       BLOBS_URL: `http://127.0.0.1:${(blobs.address() as AddressInfo).port}`,
+      GZIP_URL: gzip.url,
     },
   });
 });
@@ -30,6 +34,19 @@ afterAll(async () => {
   await worker?.dispose();
   blobs?.closeAllConnections();
   blobs?.close();
+  gzip?.close();
+});
+
+describe("a guarded proxy of a compressed upstream in workerd", () => {
+  it("passes on the whole body, as the same route unguarded does, in lockGuard and guardFetch", async () => {
+    const lengths = {
+      plain: (await (await worker.fetch("/gzip")).text()).length,
+      lockGuard: (await (await worker.fetch("/gzip/report")).text()).length,
+      guardFetch: (await (await worker.fetch("/plain-gzip")).text()).length,
+    };
+    const whole = gzip.text.length;
+    expect(lengths).toEqual({ plain: whole, lockGuard: whole, guardFetch: whole });
+  });
 });
 
 describe("fencedFetch in workerd", () => {

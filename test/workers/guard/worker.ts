@@ -15,6 +15,8 @@ interface Env {
   PREFIX: string;
   /** A service the test runs, whose writes answer 409 in the ways fencedFetch must tell apart. */
   BLOBS_URL: string;
+  /** An upstream that sends its body gzipped, with the Content-Length of the gzip. */
+  GZIP_URL: string;
 }
 
 function locksFor(env: Env): Locks {
@@ -75,6 +77,9 @@ app.post(
   },
 );
 app.get("/reports/:id", guard(), (c) => c.text(`report ${c.get("lease").fence}`));
+// A proxy of a compressed upstream, guarded and not: the body must come out whole either way.
+app.get("/gzip", (c) => fetch(c.env.GZIP_URL));
+app.get("/gzip/:id", guard(), (c) => fetch(c.env.GZIP_URL));
 // fencedFetch on the edge: a stale-fence 409 becomes StaleFenceError; any other comes back whole.
 app.post("/fenced/:path", async (c) => {
   const lease = await locksFor(c.env).acquire(`fenced:${c.req.param("path")}`);
@@ -101,8 +106,12 @@ const plain = guardFetch<Env, WaitUntil>(
   },
 );
 
+const plainGzip = guardFetch<Env, WaitUntil>({ locks: locksFor, name: () => "job:plain-gzip" }, (_request, env) => fetch(env.GZIP_URL));
+
 export default {
   fetch(request: Request, env: Env, ctx: WaitUntil) {
-    return new URL(request.url).pathname.startsWith("/plain/") ? plain(request, env, ctx) : app.fetch(request, env, ctx as Parameters<typeof app.fetch>[2]);
+    const { pathname } = new URL(request.url);
+    if (pathname === "/plain-gzip") return plainGzip(request, env, ctx);
+    return pathname.startsWith("/plain/") ? plain(request, env, ctx) : app.fetch(request, env, ctx as Parameters<typeof app.fetch>[2]);
   },
 };
