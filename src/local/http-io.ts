@@ -2,7 +2,11 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpError } from "./errors.ts";
 
-/** Upstash's request size limit on its Free and pay-as-you-go plans. */
+/**
+ * Upstash's request size limit on its Free and pay-as-you-go plans. It bounds replies too: a value
+ * may grow past it (APPEND), and reading it whole is then refused ("ERR max request size exceeded.
+ * Limit: 10485760 bytes, Actual: …"; upstash.com/docs/redis/troubleshooting/max_request_size_exceeded).
+ */
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 export function readBody(request: IncomingMessage): Promise<Buffer> {
@@ -60,7 +64,12 @@ export function isAuthorized(request: IncomingMessage, query: URLSearchParams, t
 }
 
 export function sendJson(response: ServerResponse, status: number, body: unknown, syncToken: string): void {
-  const text = JSON.stringify(body);
+  let text = JSON.stringify(body);
+  const size = Buffer.byteLength(text);
+  if (size > MAX_BODY_BYTES) {
+    // Upstash does not document the status; 400 is what it gives a command that failed.
+    [status, text] = [400, JSON.stringify({ error: `ERR max request size exceeded. Limit: ${MAX_BODY_BYTES} bytes, Actual: ${size} bytes` })];
+  }
   response.writeHead(status, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(text),

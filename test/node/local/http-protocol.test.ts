@@ -42,6 +42,17 @@ describe("request shapes", () => {
     expect(await rest("/", { body: ["EXISTS", k] })).toMatchObject({ json: { result: 0 } });
   });
 
+  // Upstash's limit bounds replies too (its docs: reading a structure that grew past it "with a
+  // single request" throws): so does this server's, or a read would pass here and fail there.
+  it("refuses a reply over 10 MB, as Upstash does, for a value that grew past the limit", async () => {
+    const k = key("big-reply");
+    for (let i = 0; i < 2; i++) await rest("/", { body: ["APPEND", k, "a".repeat(6 * 1024 * 1024)] });
+    expect((await rest("/", { body: ["STRLEN", k] })).json).toEqual({ result: 12 * 1024 * 1024 });
+    const { status, json } = await rest("/", { body: ["GET", k], headers: base64 });
+    expect({ status, json }).toEqual({ status: 400, json: { error: expect.stringMatching(/^ERR max request size exceeded\. Limit: 10485760 bytes/) } });
+    await rest("/", { body: ["DEL", k] });
+  });
+
   it("answers 400 {error} for a failing command, never base64-encoded", async () => {
     const { status, json } = await rest("/", { body: ["INCR"], headers: base64 });
     expect(status).toBe(400);
