@@ -85,10 +85,9 @@ function redact(url) {
 
 async function main([command, ...rest]) {
   if (command === "dev") return dev(rest);
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
-    return console.log(USAGE);
-  }
-  throw new UsageError(`unknown command: ${command}`);
+  if (command === "--help" || command === "-h" || command === "help") return console.log(USAGE);
+  // Not a request for help: a script running `fencelock` by mistake must not carry on as if it had worked.
+  throw new UsageError(command === undefined ? "no command given" : `unknown command: ${command}`);
 }
 
 main(process.argv.slice(2)).then(

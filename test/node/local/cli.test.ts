@@ -75,6 +75,15 @@ describe("fencelock dev", () => {
     expect(bad.output().stderr).toMatch(/--port must be an integer[\s\S]*Usage:/);
   });
 
+  it("refuses to run with no command or an unknown one (exit 2, usage on stderr)", async () => {
+    for (const [args, message] of [[[], "no command given"], [["serve"], "unknown command: serve"]] as const) {
+      const run = fencelock(...args);
+      expect(await run.exited).toBe(2);
+      expect(run.output().stderr).toMatch(new RegExp(`fencelock: ${message}[\\s\\S]*Usage:`));
+      expect(run.output().stdout).toBe("");
+    }
+  });
+
   it.each([[""], ["0"], ["1e3"], ["0x50"], ["65536"], ["80.5"], [" 80"]])("refuses --port %j with a usage error (exit 2), serving nothing", async (port) => {
     const run = fencelock("dev", "--port", port);
     expect(await run.exited).toBe(2);
