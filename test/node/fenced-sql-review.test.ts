@@ -90,7 +90,7 @@ describe("sql`...` scanner: placeholders formed across an interpolation", () => 
     // Rendered: SET "note" = ?, "qty" = (?1), "fence" = ? ...: ?1 is "hello", and every later ? is
     // one position early (the fence takes 7, the key takes the fence), so SQLite counts one parameter
     // fewer than were bound and refuses the statement, a valid write with a confusing driver error.
-    expect(() => db.prepare(statement.text).run(...statement.params)).not.toThrow();
+    expect(() => db.prepare(statement.text).run(...(statement.params as (string | number | null)[]))).not.toThrow();
     expect(db.prepare(`SELECT note, qty, fence FROM "numbered"`).get()).toEqual({ note: "hello", qty: 71, fence: F });
   });
 });
