@@ -15,8 +15,9 @@ export async function fencedFetch(lease: Lease, input: string | URL | Request, i
   // Headers given in init replace a Request's own, as in fetch(); otherwise the Request's are kept.
   const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
   headers.set(FENCE_HEADER, String(lease.fence));
-  // Likewise init's signal, or else the Request's (a proxy's incoming request whose client left).
-  const own = "signal" in init ? init.signal : input instanceof Request ? input.signal : undefined;
+  // Likewise init's signal, or else the Request's (a proxy's incoming request whose client left);
+  // as in fetch(), `signal: undefined` is no signal given, and `null` drops the Request's.
+  const own = init.signal !== undefined ? init.signal : input instanceof Request ? input.signal : undefined;
   const signal = own ? AbortSignal.any([own, lease.signal]) : lease.signal;
   const response = await fetch(input, { ...init, headers, signal });
   if (response.status !== 409) return response;

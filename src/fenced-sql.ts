@@ -16,7 +16,6 @@ export interface SqlDatabase {
 
 export interface SqlPreparedStatement {
   bind(...values: SqlValue[]): SqlPreparedStatement;
-  run(): Promise<{ meta: { changes: number } }>;
   first<T = Record<string, unknown>>(): Promise<T | null>;
 }
 
@@ -66,8 +65,7 @@ export function fencedClaim(db: SqlDatabase, claim: FencedClaim, options: Fenced
 
 async function execute(db: SqlDatabase, built: Built): Promise<FencedSqlOutcome> {
   const { statement, report } = built;
-  const { meta } = await db.prepare(statement.text).bind(...statement.params).run();
-  if (meta.changes > 0) return { accepted: true };
+  if (await db.prepare(statement.text).bind(...statement.params).first()) return { accepted: true };
   // The statement above already decided, atomically; this separate read only explains the
   // refusal. A row's fence never goes down, so a fence above ours here was above it then or
   // has passed it since: either way the caller's fence is stale now.

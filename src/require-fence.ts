@@ -44,7 +44,7 @@ export function requireFence<E extends Env = Env>(
 ): MiddlewareHandler<RequireFenceEnv<E>> {
   // Built here rather than when the module loads, so an app without requireFence() does not carry it.
   const schema = z.strictObject({
-    store: z.custom<unknown>((v) => hasMethod(v, "write"), "expected the store from createFencedStore()"),
+    store: z.custom<unknown>((v) => hasMethod(v, "write") && hasMethod(v, "claim"), "expected the store from createFencedStore()"),
     resource: aFunction("a function of the request that returns the resource name"),
     onProblem: optionalFunction,
     claim: z.optional(z.boolean("expected true or false")),

@@ -60,6 +60,7 @@ export function checkValue(value: unknown, what: string): SqlValue {
 // Not `[`: SQLite reads it as a quote, Postgres as a subscript, and the scan must never
 // think it is inside quotes where the database thinks it is not; so it is refused.
 const QUOTES = "'\"`";
+const WORD = /[\w$\u0080-\uffff]/;
 
 // Positional placeholders are refused because one inside an expression would shift every
 // later parameter, fence included; named ones (:a @a $a #a) take positions in SQLite too.
@@ -68,6 +69,10 @@ function findProblem(strings: readonly string[]): string | null {
   let depth = 0;
   for (const [index, text] of strings.entries()) {
     if (index > 0 && closing !== null) return "an interpolated value inside quotes would not be bound";
+    // `${v}1` renders as ?1 (SQLite's numbered parameter) or $31, and `x${v}` as Postgres' name x$1.
+    if (index > 0 && (WORD.test(text[0] ?? "") || WORD.test(strings[index - 1]?.at(-1) ?? ""))) {
+      return "an interpolated value touching a name or number (`${value}1` renders as ?1, another parameter)";
+    }
     for (let i = 0; i < text.length; i++) {
       const c = text[i] ?? "";
       const pair = text.slice(i, i + 2);

@@ -52,6 +52,9 @@ export interface Built {
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const FENCE = '"fence"';
+// A row back means the write was accepted. Not the count of changed rows: D1's counts rows written
+// by triggers too, and an upsert's BEFORE INSERT trigger runs even when the fence then refuses it.
+const ACCEPTED = " RETURNING 1";
 
 /** Identifiers cannot be bound, so only plain names pass, and they are quoted so keywords work too. */
 function identifier(name: unknown, what: string): string {
@@ -123,7 +126,7 @@ function update(row: Row, set: [string, SqlValue | SqlExpression][], where: SqlE
   let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bind(row.fence)} WHERE ${match(row, bind)}` +
     ` AND COALESCE(${FENCE}, 0) <= ${bind(row.fence)} AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
   if (where !== undefined) text += ` AND (${renderExpression(where, bind)})`;
-  return { text, params };
+  return { text: text + ACCEPTED, params };
 }
 
 // INSERT ... ON CONFLICT DO UPDATE ... WHERE: one statement in SQLite >= 3.24 and Postgres >= 9.5.
@@ -138,7 +141,7 @@ function upsert(row: Row, set: [string, SqlValue][], p: Placeholders): SqlStatem
   const updates = [...set.map(([c]) => c), FENCE].map((c) => `${c} = excluded.${c}`).join(", ");
   const text = `INSERT INTO ${row.table} (${columns.map(([c]) => c).join(", ")}) VALUES (${values}) ` +
     `ON CONFLICT (${row.key.map(([c]) => c).join(", ")}) DO UPDATE SET ${updates} ` +
-    `WHERE COALESCE(${row.table}.${FENCE}, 0) <= excluded.${FENCE}`;
+    `WHERE COALESCE(${row.table}.${FENCE}, 0) <= excluded.${FENCE}${ACCEPTED}`;
   return { text, params };
 }
 

@@ -224,6 +224,21 @@ describe("fenced SQL on real SQLite (D1 in workerd)", () => {
     expect(await rows(t)).toEqual([{ id: "r", value: `by ${max}`, remaining: 0, fence: max }]);
   });
 
+  // D1 counts rows written by triggers as changes, and SQLite runs an upsert's BEFORE INSERT
+  // trigger before the fence refuses the row: a count of changes would call this accepted.
+  it("refuses a stale upsert or claim into a table whose insert trigger writes elsewhere", async () => {
+    const t = await table({ id: "r", value: "by B", fence: F + 2 });
+    await ok({ op: "exec", statements: [
+      `CREATE TABLE "${t}_log" (id TEXT)`,
+      `CREATE TRIGGER "${t}_audit" BEFORE INSERT ON "${t}" BEGIN INSERT INTO "${t}_log" (id) VALUES (NEW.id); END`,
+    ] });
+    const stale = { class: "StaleFenceError", fence: F + 1, highestFence: F + 2 };
+    expect(await refused(write(t, "r", "by stale A", F + 1, true), "StaleFenceError")).toMatchObject(stale);
+    expect(await refused(claim(t, "r", F + 1, true), "StaleFenceError")).toMatchObject(stale);
+    expect(await rows(t)).toEqual([{ id: "r", value: "by B", remaining: 0, fence: F + 2 }]);
+    expect(await call(write(t, "n", "new", F + 3, true))).toEqual({ ok: true, result: { accepted: true } });
+  });
+
   it("refuses bad identifiers with LockConfigError and leaves the table untouched", async () => {
     const t = await table({ id: "a", value: "keep", fence: F });
     const bad: RpcRequest[] = [
@@ -264,13 +279,13 @@ describe("fenced SQL text", () => {
     expect(fencedWriteSql(ticket, "$n")).toEqual({
       text: 'UPDATE "events" SET "sold_to" = $1, "remaining" = (remaining - $2), "fence" = $3 ' +
         'WHERE "id" = $4 AND COALESCE("fence", 0) <= $5 AND (SELECT COUNT(*) FROM "events" WHERE "id" = $6) = 1 ' +
-        `AND (remaining >= $7 AND status = 'open')`,
+        `AND (remaining >= $7 AND status = 'open') RETURNING 1`,
       params: ["ada", 2, F, "evt-1", F, "evt-1", 2],
     });
     expect(fencedWriteSql(ticket).text).toBe(
       'UPDATE "events" SET "sold_to" = ?, "remaining" = (remaining - ?), "fence" = ? ' +
         'WHERE "id" = ? AND COALESCE("fence", 0) <= ? AND (SELECT COUNT(*) FROM "events" WHERE "id" = ?) = 1 ' +
-        `AND (remaining >= ? AND status = 'open')`,
+        `AND (remaining >= ? AND status = 'open') RETURNING 1`,
     );
   });
 
@@ -279,16 +294,16 @@ describe("fenced SQL text", () => {
     expect(upsert).toEqual({
       text: 'INSERT INTO "docs" ("tenant", "id", "body", "fence") VALUES ($1, $2, $3, $4) ' +
         'ON CONFLICT ("tenant", "id") DO UPDATE SET "body" = excluded."body", "fence" = excluded."fence" ' +
-        'WHERE COALESCE("docs"."fence", 0) <= excluded."fence"',
+        'WHERE COALESCE("docs"."fence", 0) <= excluded."fence" RETURNING 1',
       params: ["t1", 7, "hi", F],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F }, "$n")).toEqual({
-      text: 'UPDATE "docs" SET "fence" = $1 WHERE "id" = $2 AND COALESCE("fence", 0) <= $3 AND (SELECT COUNT(*) FROM "docs" WHERE "id" = $4) = 1',
+      text: 'UPDATE "docs" SET "fence" = $1 WHERE "id" = $2 AND COALESCE("fence", 0) <= $3 AND (SELECT COUNT(*) FROM "docs" WHERE "id" = $4) = 1 RETURNING 1',
       params: [F, 7, F, 7],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F, upsert: true }).text).toBe(
       'INSERT INTO "docs" ("id", "fence") VALUES (?, ?) ON CONFLICT ("id") DO UPDATE SET "fence" = excluded."fence" ' +
-        'WHERE COALESCE("docs"."fence", 0) <= excluded."fence"',
+        'WHERE COALESCE("docs"."fence", 0) <= excluded."fence" RETURNING 1',
     );
     expect(addFenceColumnSql("docs")).toBe('ALTER TABLE "docs" ADD COLUMN "fence" BIGINT NOT NULL DEFAULT 0');
   });
@@ -323,6 +338,10 @@ describe("fenced SQL text", () => {
       [() => sql`  `, /empty/],
       [() => sql`remaining - ${{} as never}`, /value/],
       [() => sql`remaining - ${Number.NaN}`, /value/],
+      // Rendered, `${7}1` is ?1 (SQLite's first parameter) or $31, and `x${7}` Postgres' name x$1.
+      [() => sql`remaining - ${7}1`, /touching a name or number/],
+      [() => sql`remaining - x${7}`, /touching a name or number/],
+      [() => sql`remaining - é${7}`, /touching a name or number/],
       [() => (sql as unknown as (s: string[]) => unknown)(["remaining - 1"]), /template tag/],
     ];
     for (const [make, message] of refusals) {
@@ -330,6 +349,7 @@ describe("fenced SQL text", () => {
       expect(make).toThrow(message);
     }
     expect(() => sql`status = 'a;b -- ?' AND price::numeric > ${1} AND "weird;name" = 1`).not.toThrow();
+    expect(() => sql`(${1}+${2})*${3}`).not.toThrow();
   });
 
   // SQLite also reads #name as a named parameter (tokenize.c: '#' is CC_VARALPHA), so it would take

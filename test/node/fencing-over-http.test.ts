@@ -245,11 +245,14 @@ describe("fencedFetch", () => {
       const { signal } = new Request(input, init);
       signal.addEventListener("abort", () => reject(signal.reason));
     });
-    const clientLeft = new AbortController();
-    const request = new Request("http://blobs.test/blobs/invoice-45", { method: "PUT", body: "v", signal: clientLeft.signal });
-    const outcome = withFetch(hang, () => fencedFetch(lease, request).catch((e: unknown) => e));
-    clientLeft.abort(new Error("the client went away"));
-    expect(await outcome).toMatchObject({ message: "the client went away" });
+    // `signal: undefined`, as from `{ ...options, signal: options.signal }`, gives no signal: fetch keeps the Request's.
+    for (const init of [undefined, { signal: undefined }]) {
+      const clientLeft = new AbortController();
+      const request = new Request("http://blobs.test/blobs/invoice-45", { method: "PUT", body: "v", signal: clientLeft.signal });
+      const outcome = withFetch(hang, () => fencedFetch(lease, request, init).catch((e: unknown) => e));
+      clientLeft.abort(new Error("the client went away"));
+      expect(await outcome).toMatchObject({ message: "the client went away" });
+    }
     expect(lease.signal.aborted).toBe(false);
     await lease.release();
   });

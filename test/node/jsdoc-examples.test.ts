@@ -16,13 +16,12 @@ import { guardFetch } from "../../src/worker.ts";
 import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
-/** env.DB: in-memory SQLite shaped like D1 (prepare, bind, run, first), the part fenced SQL uses. */
+/** env.DB: in-memory SQLite shaped like D1 (prepare, bind, first), the part fenced SQL uses. */
 function d1(...setup: string[]): SqlDatabase {
   const db = new DatabaseSync(":memory:");
   setup.forEach((statement) => db.exec(statement));
   const prepare = (query: string, params: (string | number | null)[] = []): SqlPreparedStatement => ({
     bind: (...values) => prepare(query, values.map((v) => (typeof v === "boolean" ? Number(v) : v))), // as D1 binds them
-    run: async () => ({ meta: { changes: Number(db.prepare(query).run(...params).changes) } }),
     first: async <T>() => (db.prepare(query).get(...params) ?? null) as T | null,
   });
   return { prepare: (query) => prepare(query) };
@@ -97,7 +96,7 @@ describe("@example src/fenced-sql/expression.ts sql", () => {
       set: { remaining: sql`remaining - ${quantity}` }, where: sql`remaining >= ${quantity}`,
     });
     expect(text).toContain('"remaining" = (remaining - ?)');
-    expect(text).toMatch(/AND \(remaining >= \?\)$/);
+    expect(text).toMatch(/AND \(remaining >= \?\) RETURNING 1$/);
     expect(text).not.toContain("3");
     expect(params).toEqual([3, 1, "evt-1", 1, "evt-1", 3]);
   });

@@ -182,9 +182,11 @@ describe("lockGuard", () => {
       fetchLocksNotFunction: built(() => guardFetch({ locks, name: () => "job" } as never, () => new Response())),
       noHandler: built(() => guardFetch({ locks: () => locks, name: () => "job" }, undefined as never)),
       stringResource: built(() => requireFence({ store, resource: "id" } as never)),
+      // requireFence claims by default: a store that cannot would be a 500 on every request.
+      storeWithoutClaim: built(() => requireFence({ store: { write: store.write }, resource: () => "id" } as never)),
     }).toEqual({
       stringName: "LockConfigError", noLocks: "LockConfigError", fetchLocksNotFunction: "LockConfigError",
-      noHandler: "LockConfigError", stringResource: "LockConfigError",
+      noHandler: "LockConfigError", stringResource: "LockConfigError", storeWithoutClaim: "LockConfigError",
     });
   });
 
