@@ -1,12 +1,12 @@
 -- Acquire a lease, or join it reentrantly when the caller already owns it. Waiters queue
 -- in arrival order, so a free lock goes to the longest waiter, not to whoever asks first.
--- KEYS[1] lock hash {owner, fence, holds, q:<requestId>...}
+-- KEYS[1] lock hash {owner, fence, holds, q:<requestId> -> ms when made (release.lua clears old ones)}
 -- KEYS[2] fence hash {last}: the last fence minted
 -- KEYS[3] queue zset (ticket -> arrival, µs), KEYS[4] alive zset (ticket -> expiry, ms)
 -- ARGV owner, ticket (the acquire call's request id; a push waiter appends
 --      '.owner.leaseMs.fenceTtlMs' so that release.lua can hand it the lock), leaseMs, fenceTtlMs,
 --      queueMs (how long the ticket stays queued without another attempt; 0 = do not queue)
--- Reply {1, fence, holds, ttlMs} when held by the caller,
+-- Reply (always four integers) {1, fence, holds, ttlMs} when held by the caller,
 --       {0, ttlMs, position, newest} when busy (ttlMs 0: free but promised to an earlier
 --       waiter; position: the caller's place in the queue, -1 when not queued; newest: no
 --       lower than any fence minted so far, so a push waiter can tell a handover after this
@@ -40,7 +40,7 @@ local function leaveLine()
 end
 
 local function waitInLine(ttl, newest)
-  if queueMs <= 0 then return {0, ttl, -1} end
+  if queueMs <= 0 then return {0, ttl, -1, newest} end
   redis.call('ZADD', queue, 'NX', nowUs, ticket)
   redis.call('ZADD', alive, nowMs + queueMs, ticket)
   -- Every waiter queues for the same time, so this never cuts another waiter's place short.
@@ -55,8 +55,9 @@ if not cur[1] then
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
     -- A ticket missing from alive (evicted) says nothing of when it stopped asking, and each
-    -- waiter's attempt keeps the line alive: it would hold a free lock back for good. It goes.
-    while head and head ~= ticket and not redis.call('ZSCORE', alive, head) do
+    -- waiter's attempt keeps the line alive: it would hold a free lock back for good. It goes, as
+    -- does one whose place ran out that the sweep above (at most 100) did not reach.
+    while head and head ~= ticket and tonumber(redis.call('ZSCORE', alive, head) or 0) <= nowMs do
       redis.call('ZREM', queue, head)
       head = redis.call('ZRANGE', queue, 0, 0)[1]
     end
@@ -69,7 +70,7 @@ if not cur[1] then
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
   local newFence = string.format('%d', math.max(last + 1, nowUs))
-  redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, 1)
+  redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, nowMs)
   redis.call('PEXPIRE', lock, leaseMs)
   redis.call('HSET', fenceKey, 'last', newFence)
   redis.call('PEXPIRE', fenceKey, fenceTtlMs)
@@ -83,7 +84,7 @@ end
 leaveLine()
 -- A retried request (same requestId) must not count a second hold.
 local holds = tonumber(cur[3])
-if redis.call('HSETNX', lock, seen, 1) == 1 then
+if redis.call('HSETNX', lock, seen, nowMs) == 1 then
   holds = redis.call('HINCRBY', lock, 'holds', 1)
 end
 local ttl = redis.call('PTTL', lock)

@@ -4,7 +4,7 @@
 -- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset, KEYS[4] alive zset,
 -- KEYS[5] this lease's release record (one key per fence)
 -- ARGV owner, fence, requestId, retryWindowMs (how long a retry of this release may still come)
--- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0} when
+-- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0, 0} when
 -- the lease had already expired or changed hands.
 local lock, fenceKey, queue, alive, released = unpack(KEYS)
 local owner, fence, seen, retryWindowMs = ARGV[1], ARGV[2], 'q:' .. ARGV[3], ARGV[4]
@@ -16,7 +16,18 @@ if cur[1] == owner and cur[2] == fence then
     return {1, holds}
   end
   if holds > 1 then
-    redis.call('HSET', lock, seen, 1)
+    local t = redis.call('TIME')
+    local nowUs = t[1] * 1000000 + t[2]
+    local nowMs = math.floor(nowUs / 1000)
+    -- Each request's mark (its time) is kept for the retries of that request, which come within
+    -- the window; older ones go here, or a lock held for long would gain two per join for good.
+    local fields = redis.call('HGETALL', lock)
+    for i = 1, #fields, 2 do
+      if fields[i]:sub(1, 2) == 'q:' and tonumber(fields[i + 1]) < nowMs - retryWindowMs then
+        redis.call('HDEL', lock, fields[i])
+      end
+    end
+    redis.call('HSET', lock, seen, nowMs)
     return {1, redis.call('HINCRBY', lock, 'holds', -1)}
   end
   -- Remembered, under this lease's fence, so that a retry of this release reports "released"
@@ -39,12 +50,15 @@ if cur[1] == owner and cur[2] == fence then
     -- them); a polling one as its ticket alone, and finds the lock free on its next look.
     local head = redis.call('ZRANGE', queue, 0, 0)[1] or ''
     local ticket, heir, leaseMs, fenceTtlMs = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)$')
-    if ticket then
+    -- Only to a waiter still asking: the sweep takes at most 100, and a place evicted from alive
+    -- says nothing of when its waiter stopped. Handed the lock, one that stopped would hold it
+    -- for its whole lease; passed over, it leaves the lock free for the next look of those behind.
+    if ticket and tonumber(redis.call('ZSCORE', alive, head) or 0) > nowMs then
       -- Taken as acquire.lua takes it, marked with the waiter's ticket so that its own next
       -- attempt (the message was lost) finds it held, and leave.lua can give it back.
       local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
       local newFence = string.format('%d', math.max(last + 1, nowUs))
-      redis.call('HSET', lock, 'owner', heir, 'fence', newFence, 'holds', 1, 'q:' .. head, 1)
+      redis.call('HSET', lock, 'owner', heir, 'fence', newFence, 'holds', 1, 'q:' .. head, nowMs)
       redis.call('PEXPIRE', lock, leaseMs)
       redis.call('HSET', fenceKey, 'last', newFence)
       redis.call('PEXPIRE', fenceKey, fenceTtlMs)
@@ -62,4 +76,4 @@ end
 if redis.call('GET', released) == owner then
   return {1, 0}
 end
-return {0}
+return {0, 0}

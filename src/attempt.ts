@@ -1,6 +1,5 @@
-import { LockUnavailableError } from "./errors.ts";
 import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
-import { RETRY_WINDOW_MS } from "./redis.ts";
+import { RETRY_WINDOW_MS, unexpectedReply, type Integers } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 import type { Busy } from "./wait.ts";
 
@@ -8,7 +7,7 @@ import type { Busy } from "./wait.ts";
  * Runs a lock script on the keys of lock `name` (and of the lease with `fence`, when given),
  * keeping `owner` out of any error message.
  */
-export type Run = (script: scripts.LuaScript, name: string, args: (string | number)[], owner: string, fence?: number) => Promise<number[]>;
+export type Run = (script: scripts.LuaScript, name: string, args: (string | number)[], owner: string, fence?: number) => Promise<Integers>;
 
 /** What a busy attempt learned, including what a handover after it is checked against. */
 export interface BusyAttempt extends Busy {
@@ -21,7 +20,7 @@ export function leaseBackend(run: Run): LeaseBackend {
   return {
     async heartbeat(lease, leaseMs) {
       const args = [lease.owner, lease.fence, leaseMs, leaseMs + RETRY_WINDOW_MS];
-      const [extended, ttl = 0] = await run(scripts.heartbeat, lease.name, args, lease.owner);
+      const [extended, ttl] = await run(scripts.heartbeat, lease.name, args, lease.owner);
       return extended === 1 ? ttl : null;
     },
     async release(lease, requestId): Promise<ReleaseOutcome> {
@@ -37,11 +36,10 @@ export function attemptAcquire(run: Run, backend: LeaseBackend) {
   return async function attempt(name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Lease | BusyAttempt> {
     const sentAt = performance.now();
     const args = [owner, ticket, leaseMs, leaseMs + RETRY_WINDOW_MS, queueMs];
-    const [held, fenceOrTtl = 0, holdsOrPosition = -1, ttlOrNewestFence = 0] = await run(scripts.acquire, name, args, owner);
+    const [held, fenceOrTtl, holdsOrPosition, ttlOrNewestFence] = await run(scripts.acquire, name, args, owner);
     if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl), position: holdsOrPosition, newestFence: ttlOrNewestFence };
-    if (!Number.isSafeInteger(fenceOrTtl) || fenceOrTtl <= 0) {
-      throw new LockUnavailableError(`Redis returned an invalid fence for "${name}"; is the data under this prefix ours?`);
-    }
+    // Only data under the prefix that is not fencelock's could hold such a fence.
+    if (fenceOrTtl <= 0) throw unexpectedReply(scripts.acquire);
     // A join may find the lock with more TTL than leaseMs; the drift allowance grows with it.
     const validUntil = sentAt + ttlOrNewestFence - driftMs(ttlOrNewestFence);
     // A reply that took most of the lease to arrive is of no use: give back the hold this call

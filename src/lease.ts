@@ -85,9 +85,11 @@ export class Lease implements AsyncDisposable {
       throw this.#lostError();
     }
     // Also when it lapsed here while the heartbeat was on its way, its signal watched or not:
-    // lost stays lost.
+    // lost stays lost. And when the reply came too late to leave any time of the extension it
+    // reports (a resumed lease has no deadline of its own before this).
     this.#throwIfLost();
     this.#validUntil = sentAt + ttlMs - driftMs(ttlMs);
+    this.#throwIfLost();
     if (this.#controller) this.#watch();
   }
 

@@ -175,7 +175,7 @@ export function createLocks(options: LocksOptions): Locks {
 
   async function inspect(name: string): Promise<LockState> {
     checkName(name);
-    const [held = 0, fence = 0, ttl = 0, holds = 0, waiters = 0] = await run(scripts.inspect, name, [], "");
+    const [held, fence, ttl, holds, waiters] = await run(scripts.inspect, name, [], "");
     return { held: held === 1, fence: fence > 0 ? fence : null, remainingMs: Math.max(0, ttl), holds, waiters };
   }
 

@@ -98,35 +98,39 @@ function messageOf(error: unknown): string {
 }
 
 function unavailable(error: unknown, script: LuaScript, timeoutMs: number, secrets: readonly string[]) {
-  if (error instanceof RequestTimeout) {
-    return new LockUnavailableError(
-      `Redis did not answer ${script.name} within ${timeoutMs} ms (timeoutMs). Check the Redis URL and network.`,
-    );
-  }
   // @upstash/redis appends the whole command (owner token included) to its messages, and
   // fetch quotes a URL with credentials in it whole: all from a word's `//` to its last `@` goes
   // (a password may hold both). A word of 300 characters or more is no use to read, and `\S+@`
   // would backtrack over it from each of its `//`s (quadratic on a long run of slashes): it goes.
-  let reason = messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
+  // "1000ms": no hint below reads a timeoutMs of 401 as an HTTP status.
+  let reason = error instanceof RequestTimeout
+    ? `no answer within ${timeoutMs}ms, timeoutMs`
+    : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
   for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
-  const hint = /unauthori[sz]ed|WRONGPASS|401/i.test(reason)
+  const hint = /unauthori[sz]ed|WRONGPASS|\b401\b/i.test(reason)
     ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"
     : /NOPERM/.test(reason)
-    ? "the token may not run scripts: use Upstash's standard token, not the read-only one"
+    ? "a read-only token may not run scripts: use the standard one"
     : /WRONGTYPE/.test(reason)
-    ? "a key under this prefix is not fencelock's: choose a prefix no other data uses"
+    ? "a key under this prefix is not fencelock's: use a prefix of its own"
     : /size|large/i.test(reason)
     ? "the value is too large"
     : "check the Redis URL, token and network";
   return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hint}.`);
 }
 
-/** The reply of a script that answers integers only. */
-export function integers(reply: Reply, script: LuaScript): number[] {
-  if (reply.every((v) => typeof v === "number")) return reply as number[];
+/**
+ * A lock script's reply, typed as five integers so that it destructures without defaults: no
+ * script answers more, and integers() lets through only as many as the script always answers.
+ */
+export type Integers = [number, number, number, number, number];
+
+/** The reply of a script that answers integers only, as many as it always does. */
+export function integers(reply: Reply, script: LuaScript): Integers {
+  if (reply.length === script.replyLength && reply.every(Number.isSafeInteger)) return reply as Integers;
   throw unexpectedReply(script);
 }
 
-function unexpectedReply(script: LuaScript): LockUnavailableError {
-  return new LockUnavailableError(`Redis gave an unexpected reply to ${script.name}; is this endpoint a Redis?`);
+export function unexpectedReply(script: LuaScript): LockUnavailableError {
+  return unavailable("an unexpected reply", script, 0, []);
 }

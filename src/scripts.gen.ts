@@ -2,35 +2,42 @@
 
 export interface LuaScript {
   readonly name: string;
+  /** Every reply has this many values (scripts whose replies vary have none). */
+  readonly replyLength?: number;
   readonly text: string;
 }
 
 export const acquire: LuaScript = {
   name: "acquire",
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS)local f,g=ARGV[1],ARGV[2]local h='q:'..g local i,j,k=tonumber(ARGV[3]),ARGV[4],tonumber(ARGV[5])local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end end local function q()if o then a('ZREM',d,g)a('ZREM',e,g)end end local function r(s,t)if k<=0 then return{0,s,-1}end a('ZADD',d,'NX',m,g)a('ZADD',e,n+k,g)a('PEXPIRE',d,k)a('PEXPIRE',e,k)return{0,s,a('ZRANK',d,g),t}end local u=a('HMGET',b,'owner','fence','holds')if not u[1]then local v=tonumber(a('HGET',c,'last'))or 0 if o then local w=a('ZRANGE',d,0,0)[1]while w and w~=g and not a('ZSCORE',e,w)do a('ZREM',d,w)w=a('ZRANGE',d,0,0)[1]end if w and w~=g then return r(0,math.max(v,m))end end q()local x=string.format('%d',math.max(v+1,m))a('HSET',b,'owner',f,'fence',x,'holds',1,h,1)a('PEXPIRE',b,i)a('HSET',c,'last',x)a('PEXPIRE',c,j)return{1,tonumber(x),1,i}end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2]))end q()local y=tonumber(u[3])if a('HSETNX',b,h,1)==1 then y=a('HINCRBY',b,'holds',1)end local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,tonumber(u[2]),y,s}",
+  replyLength: 4,
+  text: "local a=redis.call local b,c,d,e=unpack(KEYS)local f,g=ARGV[1],ARGV[2]local h='q:'..g local i,j,k=tonumber(ARGV[3]),ARGV[4],tonumber(ARGV[5])local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end end local function q()if o then a('ZREM',d,g)a('ZREM',e,g)end end local function r(s,t)if k<=0 then return{0,s,-1,t}end a('ZADD',d,'NX',m,g)a('ZADD',e,n+k,g)a('PEXPIRE',d,k)a('PEXPIRE',e,k)return{0,s,a('ZRANK',d,g),t}end local u=a('HMGET',b,'owner','fence','holds')if not u[1]then local v=tonumber(a('HGET',c,'last'))or 0 if o then local w=a('ZRANGE',d,0,0)[1]while w and w~=g and tonumber(a('ZSCORE',e,w)or 0)<=n do a('ZREM',d,w)w=a('ZRANGE',d,0,0)[1]end if w and w~=g then return r(0,math.max(v,m))end end q()local x=string.format('%d',math.max(v+1,m))a('HSET',b,'owner',f,'fence',x,'holds',1,h,n)a('PEXPIRE',b,i)a('HSET',c,'last',x)a('PEXPIRE',c,j)return{1,tonumber(x),1,i}end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2]))end q()local y=tonumber(u[3])if a('HSETNX',b,h,n)==1 then y=a('HINCRBY',b,'holds',1)end local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,tonumber(u[2]),y,s}",
 };
 
 export const heartbeat: LuaScript = {
   name: "heartbeat",
-  text: "local a=redis.call local b,c=unpack(KEYS)local u=a('HMGET',b,'owner','fence')if u[1]~=ARGV[1]or u[2]~=ARGV[2]then return{0}end local i,j=tonumber(ARGV[3]),ARGV[4]local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,s}",
+  replyLength: 2,
+  text: "local a=redis.call local b,c=unpack(KEYS)local u=a('HMGET',b,'owner','fence')if u[1]~=ARGV[1]or u[2]~=ARGV[2]then return{0,0}end local i,j=tonumber(ARGV[3]),ARGV[4]local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,s}",
 };
 
 export const inspect: LuaScript = {
   name: "inspect",
+  replyLength: 5,
   text: "local a=redis.call local b,c,d=unpack(KEYS)local u=a('HMGET',b,'owner','fence','holds')local z=a('ZCARD',d)if not u[1]then local v=tonumber(a('HGET',c,'last'))or 0 return{0,v,0,0,z}end return{1,tonumber(u[2]),a('PTTL',b),tonumber(u[3]),z}",
 };
 
 export const leave: LuaScript = {
   name: "leave",
+  replyLength: 1,
   text: "local a=redis.call local b,c,d,e=unpack(KEYS)local g=ARGV[1]a('ZREM',d,g)a('ZREM',e,g)if a('HDEL',b,'q:'..g)==1 and a('HINCRBY',b,'holds',-1)<1 then a('DEL',b)end return{1}",
 };
 
 export const release: LuaScript = {
   name: "release",
-  text: "local a=redis.call local b,c,d,e,A=unpack(KEYS)local f,B,h,C=ARGV[1],ARGV[2],'q:'..ARGV[3],ARGV[4]local u=a('HMGET',b,'owner','fence','holds',h)if u[1]==f and u[2]==B then local y=tonumber(u[3])if u[4]then return{1,y}end if y>1 then a('HSET',b,h,1)return{1,a('HINCRBY',b,'holds',-1)}end a('SET',A,f,'PX',C)a('DEL',b)if a('EXISTS',d)==1 then local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end local w=a('ZRANGE',d,0,0)[1]or ''local g,D,i,j=string.match(w,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')if g then local v=tonumber(a('HGET',c,'last'))or 0 local x=string.format('%d',math.max(v+1,m))a('HSET',b,'owner',D,'fence',x,'holds',1,'q:'..w,1)a('PEXPIRE',b,i)a('HSET',c,'last',x)a('PEXPIRE',c,j)a('ZREM',d,w)a('ZREM',e,w)a('PUBLISH',redis.sha1hex(b)..'.'..g,x)end end return{1,0}end if a('GET',A)==f then return{1,0}end return{0}",
+  replyLength: 2,
+  text: "local a=redis.call local b,c,d,e,A=unpack(KEYS)local f,B,h,C=ARGV[1],ARGV[2],'q:'..ARGV[3],ARGV[4]local u=a('HMGET',b,'owner','fence','holds',h)if u[1]==f and u[2]==B then local y=tonumber(u[3])if u[4]then return{1,y}end if y>1 then local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local D=a('HGETALL',b)for i=1,#D,2 do if D[i]:sub(1,2)=='q:'and tonumber(D[i+1])<n-C then a('HDEL',b,D[i])end end a('HSET',b,h,n)return{1,a('HINCRBY',b,'holds',-1)}end a('SET',A,f,'PX',C)a('DEL',b)if a('EXISTS',d)==1 then local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end local w=a('ZRANGE',d,0,0)[1]or ''local g,E,F,j=string.match(w,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')if g and tonumber(a('ZSCORE',e,w)or 0)>n then local v=tonumber(a('HGET',c,'last'))or 0 local x=string.format('%d',math.max(v+1,m))a('HSET',b,'owner',E,'fence',x,'holds',1,'q:'..w,n)a('PEXPIRE',b,F)a('HSET',c,'last',x)a('PEXPIRE',c,j)a('ZREM',d,w)a('ZREM',e,w)a('PUBLISH',redis.sha1hex(b)..'.'..g,x)end end return{1,0}end if a('GET',A)==f then return{1,0}end return{0,0}",
 };
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local E,F=unpack(KEYS)local B,G,C,H=ARGV[1],tonumber(ARGV[2]),ARGV[3],ARGV[4]local u=a('HMGET',E,'fence','value')local I=tonumber(u[1])or 0 if B~=''or H then local J=tonumber(B)local l=a('TIME')local m=l[1]*1000000+l[2]if not string.match(B,'^[1-9][0-9]*$')or J>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence')end if a('GET',F)==B and H then return{1,J}end if not u[1]and G>0 then I=m-G*1000 end if J<I then return{0,I}end if H then a('SET',F,B,'PX',C)a('HSET',E,'fence',B,'value',H)else a('HSET',E,'fence',B)end if G>0 then a('PEXPIRE',E,G)else a('PERSIST',E)end I=J end if u[2]and not H then return{1,I,'v:'..u[2]}end return{1,I}",
+  text: "local a=redis.call local F,G=unpack(KEYS)local B,H,C,I=ARGV[1],tonumber(ARGV[2]),ARGV[3],ARGV[4]local u=a('HMGET',F,'fence','value')local J=tonumber(u[1])or 0 if B~=''or I then local K=tonumber(B)local l=a('TIME')local m=l[1]*1000000+l[2]if not string.match(B,'^[1-9][0-9]*$')or K>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence')end if a('GET',G)==B and I then return{1,K}end if not u[1]and H>0 then J=m-H*1000 end if K<J then return{0,J}end if I then a('SET',G,B,'PX',C)a('HSET',F,'fence',B,'value',I)else a('HSET',F,'fence',B)end if H>0 then a('PEXPIRE',F,H)else a('PERSIST',F)end J=K end if u[2]and not I then return{1,J,'v:'..u[2]}end return{1,J}",
 };

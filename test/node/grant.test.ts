@@ -95,6 +95,41 @@ describe("release hands the lock to the push waiter first in line", () => {
     expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: false, waiters: 0 });
   });
 
+  it("never hands the lock to a push waiter whose entry in alive was evicted, which says nothing of when it stopped", async () => {
+    const prefix = uniquePrefix("grant-evicted");
+    const holder = await lockSet(prefix).acquire("gate");
+    await queue(prefix, pushTicket("1")); // queued once, then crashed
+    // A live waiter behind it keeps the line (and its TTL) going.
+    const waiting = lockSet(prefix).acquire("gate", { waitMs: 6_000 });
+    await until(async () => (await lockSet(prefix).inspect("gate")).waiters === 2, 3_000);
+    await upstash().del(lockKeys(prefix, "gate").alive); // what a maxmemory policy may do
+    await sleep(2_500); // silent for longer than any place is kept
+    await holder.release();
+    // Handed to the ghost, the lock would stay held for its whole 10 s lease, past waitMs.
+    const lease = await waiting;
+    await lease.release();
+  });
+
+  it("never hands the lock to a head whose place ran out, when more than the sweep's 100 ran out together", async () => {
+    const prefix = uniquePrefix("grant-101-gone");
+    const holder = await lockSet(prefix).acquire("gate");
+    // A push waiter first in line, then 100 more; all stop asking after the head's last attempt,
+    // so the head's place runs out last of the 101 and the sweep (earliest first) misses it.
+    await queue(prefix, pushTicket("0"));
+    await Promise.all(Array.from({ length: 100 }, (_, i) => queue(prefix, (i + 1).toString(16).padStart(32, "0"))));
+    await sleep(20);
+    await queue(prefix, pushTicket("0"));
+    const headLookedAt = performance.now();
+    // A live waiter that looked 1 s later: its place lasts until headLookedAt + 3 s.
+    await sleep(1_000);
+    await queue(prefix, "f".repeat(32));
+    // Released half a second after every ghost's place ran out, half a second before the live one's.
+    await sleep(Math.max(0, headLookedAt + 2_500 - performance.now()));
+    await holder.release();
+    // Free, for the live waiter's next look; not held by the head for its whole lease.
+    expect((await lockSet(prefix).inspect("gate")).held).toBe(false);
+  });
+
   it("takes the lock back from a waiter that left as it was handed over, for the next in line", async () => {
     const prefix = uniquePrefix("grant-leave");
     const holder = await lockSet(prefix).acquire("gate");

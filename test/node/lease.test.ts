@@ -167,6 +167,31 @@ describe("validity on the client", () => {
     expect(await resumed.release()).toBe("released");
   });
 
+  // A resumed lease has no deadline of its own to lapse from while the heartbeat is out.
+  it("fails a resumed lease's heartbeat whose reply came after the extension it reports ran out", async () => {
+    const prefix = uniquePrefix("resume-late");
+    const first = await createLocks({ redis: upstash(), prefix, leaseMs: 1_000 }).acquire("job");
+    const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
+    const real = upstash();
+    await real.scriptLoad(scripts.heartbeat.text); // so that the one request made is the delayed EVALSHA
+    // Redis confirms it at once (about 1 s left: a heartbeat never shortens a TTL); the reply comes 1.4 s later.
+    const slowHeartbeats: RedisClient = {
+      evalsha: async (sha, keys, args) => {
+        const reply = await real.evalsha(sha, keys, args);
+        if (sha === heartbeatSha1) await sleep(1_400);
+        return reply;
+      },
+      eval: (text, keys, args) => real.eval(text, keys, args),
+    };
+    const resumed = createLocks({ redis: slowHeartbeats, prefix, leaseMs: 300 }).resume(first);
+    await expect(resumed.heartbeat()).rejects.toThrow(LockLostError);
+    expect(resumed.remainingMs()).toBe(0);
+    // Rightly so: by then the lock was free for anyone.
+    const other = await createLocks({ redis: upstash(), prefix }).tryAcquire("job");
+    expect(other).not.toBeNull();
+    await other?.release();
+  });
+
   it("resumes the same hold: a reentrant join needs its own release, a resumed copy does not", async () => {
     const prefix = uniquePrefix("resume-holds");
     const locks = createLocks({ redis: upstash(), prefix });

@@ -139,6 +139,27 @@ describe("reentrancy", () => {
     expect(await outer.release()).toBe("released");
     expect((await locks.inspect("order:42")).held).toBe(false);
   });
+
+  // Each join and each release of one of several holds leaves a mark, for retries of its request.
+  it("clears the marks of joins and releases older than the retry window, so a lock held for long does not grow", async () => {
+    const prefix = uniquePrefix("join-marks");
+    const locks = lockSet(prefix);
+    const outer = await locks.acquire("leader");
+    const lockKey = `${prefix}:{leader}:lock`;
+    // Marks as a minute's worth of jobs would have left them (waiting out the window would take 60 s).
+    const [seconds] = (await upstash().time()) as [number, number];
+    const old = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`q:${i.toString(16).padStart(32, "0")}`, (seconds - 61) * 1000]));
+    await upstash().hset(lockKey, old);
+    for (let job = 0; job < 3; job++) {
+      const joined = await locks.acquire("leader", { owner: outer.owner });
+      expect(await joined.release()).toBe("released");
+    }
+    // owner, fence, holds, the outer acquire's mark, and the three jobs' joins and releases.
+    expect(await upstash().hlen(lockKey)).toBe(4 + 6);
+    expect(await locks.inspect("leader")).toMatchObject({ held: true, holds: 1 });
+    expect(await outer.release()).toBe("released");
+    expect((await locks.inspect("leader")).held).toBe(false);
+  });
 });
 
 describe("inspect", () => {

@@ -67,7 +67,7 @@ describe("a Redis that is down or slow", () => {
   it("reports a hanging endpoint after timeoutMs", async () => {
     const { error, ms } = await failure(locksAt(silentUrl, "token").tryAcquire("job"));
     expect(error).toBeInstanceOf(LockUnavailableError);
-    expect(error.message).toMatch(/did not answer acquire within 1000 ms/);
+    expect(error.message).toMatch(/acquire failed \(no answer within 1000ms, timeoutMs\); check the Redis URL, token and network\./);
     expect(ms).toBeGreaterThanOrEqual(950);
     expect(ms).toBeLessThan(3_000);
   });
@@ -122,7 +122,7 @@ describe("a Redis that is down or slow", () => {
     const prefix = uniquePrefix("foreign");
     await upstash().set(`${prefix}:{job}:lock`, "someone else's");
     const { error } = await failure(createLocks({ redis: upstash(), prefix }).tryAcquire("job"));
-    expect(error.message).toMatch(/WRONGTYPE.*choose a prefix no other data uses/);
+    expect(error.message).toMatch(/WRONGTYPE.*not fencelock's: use a prefix of its own/);
   });
 
   it("says that a value over the server's request size limit is too large, not that Redis is unreachable", async () => {
@@ -147,6 +147,21 @@ describe("a Redis that is down or slow", () => {
     expect(error.message).toMatch(/the value is too large/);
   });
 
+  // A hint picked from a "401" inside a number or a host name would send the reader to the token.
+  it.each([
+    ["a size", "ERR max request size exceeded. Limit: 10485760 bytes, Actual: 10540123 bytes", /the value is too large/],
+    ["a host name", "error sending request for url (https://eu1-brave-cat-34017.upstash.io/pipeline): Connection refused", /check the Redis URL, token and network/],
+    ["a timeoutMs", undefined, /no answer within 401ms, timeoutMs\); check the Redis URL, token and network/],
+  ])("does not say the token was refused for a 401 inside %s", async (_, message, hint) => {
+    const failing = message === undefined ? () => new Promise<never>(() => undefined) : async () => {
+      throw new Error(message);
+    };
+    const { error } = await failure(createLocks({ redis: { evalsha: failing, eval: failing }, timeoutMs: 401 }).tryAcquire("job"));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).not.toMatch(/token was refused/);
+    expect(error.message).toMatch(hint);
+  });
+
   it("says to use the standard token when Upstash's read-only one may not run scripts", async () => {
     // A client standing in for Upstash's answer to a read-only token; the message is what is tested.
     const refusing = async () => {
@@ -155,5 +170,51 @@ describe("a Redis that is down or slow", () => {
     const { error } = await failure(createLocks({ redis: { evalsha: refusing, eval: refusing } }).tryAcquire("job"));
     expect(error).toBeInstanceOf(LockUnavailableError);
     expect(error.message).toMatch(/read-only/);
+  });
+});
+
+/**
+ * The real client, except that while `garbage.reply` is set each script runs on the real server
+ * and its reply is then replaced: an endpoint or proxy that answers something other than our scripts.
+ */
+function garbling(garbage: { reply?: unknown }): RedisClient {
+  const real = upstash();
+  const swap = async (reply: Promise<unknown>) => {
+    const value = await reply;
+    return garbage.reply === undefined ? value : garbage.reply;
+  };
+  return { evalsha: (sha, keys, args) => swap(real.evalsha(sha, keys, args)), eval: (text, keys, args) => swap(real.eval(text, keys, args)) };
+}
+
+describe("a reply that is not one of our scripts' is LockUnavailableError, never read as a lock state", () => {
+  const held = async (reply: unknown) => {
+    const garbage: { reply?: unknown } = {};
+    const prefix = uniquePrefix("garbage");
+    const locks = createLocks({ redis: garbling(garbage), prefix });
+    const lease = await locks.acquire("held");
+    garbage.reply = reply;
+    return { locks, lease, observer: createLocks({ redis: upstash(), prefix }) };
+  };
+
+  it.each([[[]], [[1]], [[0, 5, -1]], [[1, 2, 3, 4, 5, 6]], [[1, 0.5]]])("%j: not busy, lost, expired or free", async (reply) => {
+    const { locks, lease, observer } = await held(reply);
+    // Redis ran each of these: the lock taken, the lease extended, still held, then released.
+    expect((await failure(locks.tryAcquire("free"))).error).toBeInstanceOf(LockUnavailableError);
+    expect((await failure(lease.heartbeat())).error).toBeInstanceOf(LockUnavailableError);
+    expect(lease.remainingMs()).toBeGreaterThan(0);
+    expect((await failure(locks.inspect("held"))).error).toBeInstanceOf(LockUnavailableError);
+    expect((await failure(lease.release())).error).toBeInstanceOf(LockUnavailableError);
+    expect((await observer.inspect("held")).held).toBe(false);
+  });
+
+  it("refuses a fence no lease could have, from data under the prefix that is not fencelock's", async () => {
+    const prefix = uniquePrefix("foreign-fence");
+    const locks = createLocks({ redis: upstash(), prefix });
+    const owner = "e".repeat(32);
+    await upstash().hset(`${prefix}:{job}:lock`, { owner, fence: "-5", holds: 1 });
+    await upstash().pexpire(`${prefix}:{job}:lock`, 10_000);
+    const { error } = await failure(locks.acquire("job", { owner, waitMs: 0 }));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(/acquire failed \(an unexpected reply\)/);
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { generatedPath, minifyLua, renderScripts } from "../../scripts/gen-scripts.ts";
+import { generatedPath, minifyLua, renderScripts, replyLength } from "../../scripts/gen-scripts.ts";
 import { createLocks, type Lease } from "../../src/index.ts";
 import { lockKeys, newToken } from "../../src/keys.ts";
 import { scriptSha1 } from "../../src/redis.ts";
@@ -13,6 +13,15 @@ const all: scripts.LuaScript[] = Object.values(scripts);
 describe("generated scripts", () => {
   it("are up to date with lua/ (run `npm run gen` if this fails)", () => {
     expect(readFileSync(generatedPath, "utf8")).toBe(renderScripts());
+  });
+
+  // The client refuses a reply of any other length rather than read what it lacks as zeros.
+  it("know how many integers each lock script answers, counted from its returns", () => {
+    expect(Object.fromEntries(all.map((s) => [s.name, s.replyLength]))).toEqual({
+      acquire: 4, heartbeat: 2, inspect: 5, leave: 1, release: 2, "store-fence": undefined,
+    });
+    expect(replyLength("local a=1 if a then return{0,a,f(1,2),{3,4}}end return{1,'x,y',2,3}")).toBe(4);
+    expect(replyLength("if x then return{0}end return{1,2}")).toBeUndefined();
   });
 
   it.each(all.map((s) => [s.name, s] as const))("%s: the SHA-1 EVALSHA uses is the one SCRIPT LOAD returns", async (_, script) => {
