@@ -17,7 +17,7 @@ import * as scripts from "../src/scripts.gen.ts";
 import { RedisStats } from "./harness/commandstats.ts";
 import { installFetchCounter } from "./harness/requests.ts";
 import { startServerProcess } from "./harness/server.ts";
-import { quantile } from "./harness/stats.ts";
+import { quantile, shuffled } from "./harness/stats.ts";
 import { now } from "./harness/timing.ts";
 
 // BENCH_QUICK=1 runs a few rounds: a check that the script works (a test runs it), not numbers.
@@ -129,14 +129,6 @@ async function redisMicrosPerCycle(
   }
 }
 
-function shuffled<T>(items: T[]): T[] {
-  const order = [...items];
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [order[i], order[j]] = [order[j] as T, order[i] as T];
-  }
-  return order;
-}
 
 function report(samples: Record<string, Sample[]>, redisMicros: Record<string, number>): void {
   const p50 = (values: number[]) => quantile([...values].sort((a, b) => a - b), 0.5);

@@ -40,3 +40,16 @@ export function round(value: number, digits = 2): number {
   const scale = 10 ** digits;
   return Math.round(value * scale) / scale;
 }
+
+/**
+ * A random order (Fisher–Yates): with a fixed rotation and few rounds, each library would always
+ * run right after the same other one, and inherit the state it left the machine in.
+ */
+export function shuffled<T>(items: readonly T[]): T[] {
+  const order = [...items];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [order[i], order[j]] = [order[j] as T, order[i] as T];
+  }
+  return order;
+}

@@ -15,7 +15,7 @@ export function renderMarkdown(results: BenchResults): string {
     "",
     method(results),
     "",
-    `## 1. Uncontended acquire + release (${uncontended.durationMs / 1000} s per library and cell, in ${uncontended.rounds} rounds of rotating order; sequential rounds take turns of one cycle per library, in random order)`,
+    `## 1. Uncontended acquire + release (${uncontended.rounds} rounds per cell. 16 clients: each library runs alone, ${uncontended.durationMs / 1000} s in all, in a new random order each round. Sequential: ${uncontended.durationMs / 1000} s × libraries in all, in turns of one cycle per library in random order, so each library's time is what its cycles took)`,
     "",
     uncontendedSection(results.uncontended),
     "",

@@ -3,7 +3,7 @@ import type { ScalingCell } from "../scenarios/scaling.ts";
 import type { Throughput, UncontendedRow } from "../scenarios/uncontended.ts";
 import type { Measured } from "../../scripts/size.ts";
 import { quantile } from "../harness/stats.ts";
-import { kib, num, ratio, table } from "./format.ts";
+import { kib, num, P99_MIN_SAMPLES, p99, ratio, table } from "./format.ts";
 import type { BenchResults } from "./results.ts";
 
 export function uncontendedSection(rows: UncontendedRow[]): string {
@@ -69,13 +69,13 @@ export function handoffSection(rows: HandoffRow[], headline: Headline): string {
   const exclusion = overlaps.length === 0
     ? "Mutual exclusion held throughout: no holder's acquire() resolved before the previous holder called release()."
     : `**Overlapping critical sections seen** (next holder before the previous release began): ${overlaps.join(", ")}.`;
-  return [table(headers, body), "", exclusion].join("\n");
+  return [table(headers, body), "", exclusion, `A p99 from fewer than ${P99_MIN_SAMPLES} samples is shown as n/a.`].join("\n");
 }
 
 function handoffRow(r: Measured5, reference: Measured5 | undefined, headline: Headline): string[] {
   return [
     r.label, num(r.sectionsPerSec),
-    `${num(r.gapMs.p50, 2)} · ${num(r.gapMs.p99, 2)}`, `${num(r.toWaiterGapMs.p50, 2)} · ${num(r.toWaiterGapMs.p99, 2)}`,
+    `${num(r.gapMs.p50, 2)} · ${p99(r.gapMs, 2)}`, `${num(r.toWaiterGapMs.p50, 2)} · ${p99(r.toWaiterGapMs, 2)}`,
     `${num(r.changedHands * 100, 0)} %`,
     ratio(headlineP50(reference, headline), headlineP50(r, headline)), ratio(reference?.sectionsPerSec, r.sectionsPerSec),
     `${num(r.requestsPerWaiterPerSec.mean)} · ${num(r.requestsPerWaiterPerSec.max)}`,
@@ -88,11 +88,11 @@ export function scalingSection(cells: ScalingCell[], cellMs: number): string {
   const names = cells.filter((c) => c.axis === "names");
   const contenders = cells.filter((c) => c.axis === "contenders");
   const namesTable = table(["library", "distinct names", "clients", "ops/s", "requests / op", "wait p50 ms", "wait p99 ms"],
-    names.map((c) => [c.library, num(c.names, 0), String(c.clients), num(c.opsPerSec), num(c.requestsPerOp, 2), num(c.waitMs.p50, 2), num(c.waitMs.p99, 2)]));
+    names.map((c) => [c.library, num(c.names, 0), String(c.clients), num(c.opsPerSec), num(c.requestsPerOp, 2), num(c.waitMs.p50, 2), p99(c.waitMs, 2)]));
   const contendersTable = table(["library", "contenders (1 name)", "critical sections/s", "gap to a waiter p50 ms", "requests / op", "wait p99 ms", "longest ÷ mean wait", "clients that never held it", "busiest waiter requests/s", "overlaps"],
-    contenders.map((c) => [c.library, String(c.clients), num(c.opsPerSec), num(c.gapP50Ms, 2), num(c.requestsPerOp, 2), num(c.waitMs.p99, 1),
+    contenders.map((c) => [c.library, String(c.clients), num(c.opsPerSec), num(c.gapP50Ms, 2), num(c.requestsPerOp, 2), p99(c.waitMs),
       starvationCell(c, cellMs), String(c.neverHeld), num(c.requestsPerWaiterPerSec), String(c.overlaps)]));
-  return ["Distinct names (each client takes the next name of a shared round-robin over N names, acquire + release, no hold):", "", namesTable,
+  return ["Distinct names (each of the N names taken once, untimed, before the cell; then each client acquires and releases a name picked at random among the N, no hold; libraries in a random order per N):", "", namesTable,
     "", "Contenders on one name (hold 5 ms; a client that released rejoins once another has the lock and 0–100 ms later, as in 2b; " +
       "with one contender that delay, not the library, sets the rate). \"Longest ÷ mean\" is n/a where a wait as long as the cell " +
       "is under 10× the mean (it could not show starvation); \"never held\" counts the clients left out for the whole cell. " +

@@ -56,10 +56,10 @@ function pushTargets(results: BenchResults): Target[] {
   const quarter = peer ? peer.toWaiterGapMs.p50 / 4 : Number.NaN;
   const also = pushNext ? `; in 2a, where the releaser asks again at once, the gap to the next holder has p50 ${num(pushNext.gapMs.p50, 2)} ms` : "";
   return [
-    { text: "Push handoff p50 ≤ 5 ms", met: p50 <= 5, detail: `handoff to a waiter (2b) p50 ${num(p50, 2)} ms${also}` },
+    { text: "Push handoff p50 ≤ 5 ms", met: Number.isNaN(p50) ? null : p50 <= 5, detail: `handoff to a waiter (2b) p50 ${num(p50, 2)} ms${also}` },
     {
       text: "Push handoff p50 ≤ ¼ of @upstash/lock's",
-      met: peer ? p50 <= quarter : null,
+      met: peer && !Number.isNaN(p50) && !Number.isNaN(quarter) ? p50 <= quarter : null,
       detail: (peer ? `2b: ${num(p50, 2)} ms vs ¼ × ${num(peer.toWaiterGapMs.p50, 2)} = ${num(quarter, 2)} ms` : "no @upstash/lock row") +
         `; for scale, one request alone through the same server (a PING) took p50 ${num(floor.afterPauseMs.p50, 2)} ms after a ` +
         `${floor.pauseMs} ms pause and ${num(floor.backToBackMs.p50, 2)} ms back to back`,

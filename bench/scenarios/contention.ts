@@ -123,7 +123,8 @@ class Handoffs {
 }
 
 async function contend(client: Client, plan: ContentionPlan, end: number, signal: AbortSignal, log: Log): Promise<void> {
-  const jitter = () => (plan.rejoin === "after-handoff" ? sleep(Math.random() * REJOIN_JITTER_MS) : undefined);
+  // Alone, a client has nobody to fall out of step with: the jitter would set its pace.
+  const jitter = () => (plan.rejoin === "after-handoff" && plan.clients > 1 ? sleep(Math.random() * REJOIN_JITTER_MS) : undefined);
   await jitter();
   while (now() < end) {
     const waitStart = now();

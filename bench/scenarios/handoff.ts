@@ -1,5 +1,6 @@
 import type { Library } from "../adapters/types.ts";
 import type { RedisStats } from "../harness/commandstats.ts";
+import { shuffled } from "../harness/stats.ts";
 import { collectGarbage, progress } from "../harness/timing.ts";
 import { runContention, type ContentionRun, type Rejoin } from "./contention.ts";
 import { gapMetrics, throughputMetrics, waitMetrics, type GapMetrics, type ThroughputMetrics, type WaitMetrics } from "./metrics.ts";
@@ -54,15 +55,3 @@ export async function runHandoff(
   });
 }
 
-/**
- * A random order (Fisher–Yates): with a fixed rotation and few rounds, each library would always
- * run right after the same other one, and inherit the state it left the machine in.
- */
-function shuffled<T>(items: readonly T[]): T[] {
-  const order = [...items];
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [order[i], order[j]] = [order[j] as T, order[i] as T];
-  }
-  return order;
-}

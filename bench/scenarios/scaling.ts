@@ -1,6 +1,6 @@
 import type { Library } from "../adapters/types.ts";
 import type { RedisStats } from "../harness/commandstats.ts";
-import { round, type Summary } from "../harness/stats.ts";
+import { round, shuffled, type Summary } from "../harness/stats.ts";
 import { progress } from "../harness/timing.ts";
 import { runContention, type ContentionRun } from "./contention.ts";
 import { gapMetrics, throughputMetrics, waitMetrics } from "./metrics.ts";
@@ -45,16 +45,19 @@ export async function runScaling(
 ): Promise<ScalingCell[]> {
   const cells: ScalingCell[] = [];
   for (const names of plan.names) {
-    for (const library of namesLibraries) {
+    const first = namesLibraries[0];
+    // The libraries share a prefix, so one pass leaves every name's records in Redis for all.
+    if (first && names > 1) await takeEach(first, names, plan.namesClients);
+    for (const library of shuffled(namesLibraries)) {
       progress(`scaling: ${library.label}, ${names} names, ${plan.namesClients} clients`);
-      let next = 0;
-      const pickName = () => `scale:${next++ % names}`;
+      // At random: a cell is too short to go round 10,000 names, and each pick must be one of all N.
+      const pickName = () => nameOf(names, Math.floor(Math.random() * names));
       const run = await runContention(library, { clients: plan.namesClients, durationMs: plan.cellMs, holdMs: 0, rejoin: "immediate", pickName }, stats);
       cells.push(cell(library, "names", names, run));
     }
   }
   for (const clients of plan.contenders) {
-    for (const library of contenderLibraries) {
+    for (const library of shuffled(contenderLibraries)) {
       progress(`scaling: ${library.label}, 1 name, ${clients} contenders`);
       const run = await runContention(
         library, { clients, durationMs: plan.cellMs, holdMs: plan.holdMs, rejoin: "after-handoff", pickName: () => `scale:one:${clients}` }, stats);
@@ -62,6 +65,22 @@ export async function runScaling(
     }
   }
   return cells;
+}
+
+const nameOf = (names: number, i: number) => `scale:${names}:${i}`;
+
+/** Takes and releases each of the N names once, untimed, so that every one is in play in the cell. */
+async function takeEach(library: Library, names: number, clients: number): Promise<void> {
+  progress(`scaling: ${library.label}, taking each of ${names} names once (untimed)`);
+  let next = 0;
+  await Promise.all(Array.from({ length: clients }, async () => {
+    const adapter = await library.connect();
+    try {
+      for (let i = next++; i < names; i = next++) await adapter.release(await adapter.acquire(nameOf(names, i)));
+    } finally {
+      await adapter.close();
+    }
+  }));
 }
 
 function cell(library: Library, axis: ScalingCell["axis"], names: number, run: ContentionRun): ScalingCell {

@@ -1,7 +1,7 @@
 // Sequential uncontended rounds: the libraries take turns cycle by cycle, one client each.
 import type { RedisStats } from "../harness/commandstats.ts";
 import { allRequests } from "../harness/requests.ts";
-import { round } from "../harness/stats.ts";
+import { round, shuffled } from "../harness/stats.ts";
 import { now } from "../harness/timing.ts";
 import { asClient, oneCycle, type Client } from "./clients.ts";
 import type { Tally } from "./uncontended.ts";
@@ -17,7 +17,7 @@ export async function turnByTurn(groups: Client[][], msEach: number, tallies: Ta
   const ops = groups.map(() => 0);
   const end = now() + msEach * groups.length;
   while (now() < end) {
-    for (const i of shuffled(groups.length)) {
+    for (const i of shuffled([...groups.keys()])) {
       const client = groups[i]?.[0];
       const tally = tallies[i];
       if (!client || !tally) continue;
@@ -59,11 +59,3 @@ export async function countCommands(groups: Client[][], stats: RedisStats, talli
   }
 }
 
-function shuffled(count: number): number[] {
-  const order = Array.from({ length: count }, (_, i) => i);
-  for (let i = count - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [order[i], order[j]] = [order[j] ?? 0, order[i] ?? 0];
-  }
-  return order;
-}

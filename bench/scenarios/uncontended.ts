@@ -1,7 +1,7 @@
 import type { Library, Transport } from "../adapters/types.ts";
 import { commandDelta, totalCommands, type CommandCounts, type RedisStats } from "../harness/commandstats.ts";
 import { allRequests } from "../harness/requests.ts";
-import { round } from "../harness/stats.ts";
+import { round, shuffled } from "../harness/stats.ts";
 import { collectGarbage, now, progress } from "../harness/timing.ts";
 import { asClient, closeClients, connectClients, oneCycle, warmUp, withClients, type Client } from "./clients.ts";
 import { measurePerCall, type PerCall } from "./per-call.ts";
@@ -37,7 +37,8 @@ export interface UncontendedPlan {
   warmMs: number;
   /**
    * Measured time per library and cell, split into `rounds`. In a sequential round the libraries
-   * take turns cycle by cycle; concurrent rounds go library by library (A B C, B C A, C A B ...).
+   * take turns cycle by cycle (the round lasts this × libraries, shared by what each cycle takes);
+   * concurrent rounds go library by library, in a new random order each round.
    */
   durationMs: number;
   rounds: number;
@@ -83,7 +84,7 @@ async function cell(libraries: Library[], count: number, plan: UncontendedPlan, 
         await turnByTurn(groups, plan.durationMs / plan.rounds, tallies);
         continue;
       }
-      for (const i of rotated(groups.length, round)) {
+      for (const i of shuffled([...groups.keys()])) {
         // Garbage one library left behind must not be collected on the next one's time.
         collectGarbage();
         await measureRound(groups[i] ?? [], plan.durationMs / plan.rounds, stats, tallies[i]);
@@ -96,13 +97,6 @@ async function cell(libraries: Library[], count: number, plan: UncontendedPlan, 
   }
 }
 
-/**
- * Round r starts with library r (mod n): no library always runs first, right after a
- * round of the fast TCP libraries, or always last.
- */
-function rotated(count: number, round: number): number[] {
-  return Array.from({ length: count }, (_, i) => (i + round) % count);
-}
 
 
 async function measureRound(clients: Client[], ms: number, stats: RedisStats, tally: Tally | undefined): Promise<void> {
