@@ -1,6 +1,6 @@
 -- Acquire a lease, or join it reentrantly when the caller already owns it. Waiters queue
 -- in arrival order, so a free lock goes to the longest waiter, not to whoever asks first.
--- KEYS[1] lock hash {owner, fence, holds, q:<requestId> -> ms when made (release.lua clears old ones)}
+-- KEYS[1] lock hash {owner, fence, holds, q:<requestId>...}
 -- KEYS[2] fence hash {last}: the last fence minted
 -- KEYS[3] queue zset (ticket -> arrival, µs), KEYS[4] alive zset (ticket -> expiry, ms)
 -- ARGV owner, ticket (the acquire call's request id; a push waiter appends
@@ -70,7 +70,7 @@ if not cur[1] then
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
   local newFence = string.format('%d', math.max(last + 1, nowUs))
-  redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, nowMs)
+  redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, 1)
   redis.call('PEXPIRE', lock, leaseMs)
   redis.call('HSET', fenceKey, 'last', newFence)
   redis.call('PEXPIRE', fenceKey, fenceTtlMs)
@@ -84,7 +84,7 @@ end
 leaveLine()
 -- A retried request (same requestId) must not count a second hold.
 local holds = tonumber(cur[3])
-if redis.call('HSETNX', lock, seen, nowMs) == 1 then
+if redis.call('HSETNX', lock, seen, 1) == 1 then
   holds = redis.call('HINCRBY', lock, 'holds', 1)
 end
 local ttl = redis.call('PTTL', lock)

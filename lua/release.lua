@@ -16,18 +16,7 @@ if cur[1] == owner and cur[2] == fence then
     return {1, holds}
   end
   if holds > 1 then
-    local t = redis.call('TIME')
-    local nowUs = t[1] * 1000000 + t[2]
-    local nowMs = math.floor(nowUs / 1000)
-    -- Each request's mark (its time) is kept for the retries of that request, which come within
-    -- the window; older ones go here, or a lock held for long would gain two per join for good.
-    local fields = redis.call('HGETALL', lock)
-    for i = 1, #fields, 2 do
-      if fields[i]:sub(1, 2) == 'q:' and tonumber(fields[i + 1]) < nowMs - retryWindowMs then
-        redis.call('HDEL', lock, fields[i])
-      end
-    end
-    redis.call('HSET', lock, seen, nowMs)
+    redis.call('HSET', lock, seen, 1)
     return {1, redis.call('HINCRBY', lock, 'holds', -1)}
   end
   -- Remembered, under this lease's fence, so that a retry of this release reports "released"
@@ -58,7 +47,7 @@ if cur[1] == owner and cur[2] == fence then
       -- attempt (the message was lost) finds it held, and leave.lua can give it back.
       local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
       local newFence = string.format('%d', math.max(last + 1, nowUs))
-      redis.call('HSET', lock, 'owner', heir, 'fence', newFence, 'holds', 1, 'q:' .. head, nowMs)
+      redis.call('HSET', lock, 'owner', heir, 'fence', newFence, 'holds', 1, 'q:' .. head, 1)
       redis.call('PEXPIRE', lock, leaseMs)
       redis.call('HSET', fenceKey, 'last', newFence)
       redis.call('PEXPIRE', fenceKey, fenceTtlMs)
