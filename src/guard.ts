@@ -50,11 +50,15 @@ export async function enterGuard(
   requested: unknown,
   { waitMs, leaseMs, wake }: GuardSettings,
   signal: AbortSignal | undefined,
+  ctx: WaitUntil | undefined,
 ): Promise<Lease | Refusal> {
   const name = requestedName(requested, "lock name");
   if (typeof name !== "string") return { problem: name, headers: {} };
+  // Workers cancels what a request left running once its response is sent: a wait that gives up
+  // must still give its place in line back.
+  const waitUntil = ctx && ((work: Promise<unknown>) => ctx.waitUntil(work));
   try {
-    return await locks.acquire(name, { waitMs, leaseMs, wake, signal });
+    return await locks.acquire(name, { waitMs, leaseMs, wake, signal, waitUntil });
   } catch (error) {
     if (error instanceof LockTimeoutError) return locked(error.retryAfterMs);
     if (error instanceof LockUnavailableError) return unavailable();

@@ -58,10 +58,10 @@ export function lockGuard<E extends Env = Env>(
     const lockSet = typeof locks === "function" ? locks(c) : locks;
     // The request's signal matters only while waiting, and reading it makes Deno print a warning.
     const signal = settings.waitMs > 0 ? c.req.raw.signal : undefined;
-    const entered = await enterGuard(lockSet, name(c), settings, signal);
+    const ctx = executionContext(c);
+    const entered = await enterGuard(lockSet, name(c), settings, signal, ctx);
     if (!(entered instanceof Lease)) return onLocked(c, entered);
     c.set("lease", entered);
-    const ctx = executionContext(c);
     try {
       await next();
     } catch (error) {

@@ -125,17 +125,16 @@ export function createLocks(options: LocksOptions): Locks {
       opts.signal?.throwIfAborted();
       throw error;
     } finally {
-      // Out of time or failed; also gives back a hold taken for this call that it never received.
-      if (queued) leaveQueue(name, ticket);
+      // Out of time or failed: gives up the place in line at once rather than hold a free lock back
+      // until it expires, and a hold taken for this call that it never received. Not awaited: the
+      // caller is leaving (aborted or failed) and must not wait on Redis.
+      if (queued) {
+        const left = run(scripts.leave, name, [ticket], "").catch(() => undefined);
+        opts.waitUntil?.(left);
+      }
       // Not awaited: the caller has its lease or error, whatever closing the stream takes.
       waiter.close?.().catch(() => undefined);
     }
-  }
-
-  /** Gives up a place in line at once rather than holding a free lock back until it expires. */
-  function leaveQueue(name: string, ticket: string): void {
-    // Not awaited: the caller is leaving (aborted or failed) and must not wait on Redis.
-    run(scripts.leave, name, [ticket], "").catch(() => undefined);
   }
 
   async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {

@@ -65,6 +65,12 @@ const attemptOptions = {
   /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
   owner: z.optional(ownerToken),
   signal: z.optional(z.custom<AbortSignal>((v) => v instanceof AbortSignal, "expected an AbortSignal")),
+  /**
+   * Where a runtime stops a request's work once its response is sent (Workers: `ctx.waitUntil`,
+   * bound), the requests that give up a place in line or a hold the call never received are
+   * handed to it, so that they still reach Redis.
+   */
+  waitUntil: z.optional(z.custom<(work: Promise<unknown>) => void>((v) => typeof v === "function", "expected a function such as (p) => ctx.waitUntil(p)")),
 };
 
 export const tryAcquireOptionsSchema = z.strictObject(attemptOptions, "expected an options object");

@@ -48,7 +48,7 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
   if (typeof handler !== "function") throw new LockConfigError("guardFetch", ["expected a handler function as the second argument"]);
   return async function guardedFetch(request, env, ctx) {
     const signal = settings.waitMs > 0 ? request.signal : undefined;
-    const entered = await enterGuard(locks(env), name(request, env), settings, signal);
+    const entered = await enterGuard(locks(env), name(request, env), settings, signal, ctx);
     if (!(entered instanceof Lease)) return onLocked(request, entered);
     let response: Response;
     try {

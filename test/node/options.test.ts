@@ -1,17 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { createLocks, LockConfigError, type RedisClient } from "../../src/index.ts";
 
-/** Records calls; the tests below expect none, since bad input must change nothing. */
+/** Records calls, each answered as acquire.lua answers a busy lock; the tests below expect none, since bad input must change nothing. */
 function recordingRedis(): RedisClient & { calls: number } {
   const client = {
     calls: 0,
     async evalsha() {
       client.calls++;
-      return [0, 1000];
+      return [0, 1000, -1, 0];
     },
     async eval() {
       client.calls++;
-      return [0, 1000];
+      return [0, 1000, -1, 0];
     },
   };
   return client;

@@ -95,4 +95,18 @@ describe("the queue", () => {
     await until(async () => (await lockSet(prefix).inspect("door")).waiters === 0, 1_000);
     await holder.release();
   });
+
+  // Workers ends what a request left running once the response is out (workerd-faults.test.ts).
+  it("hands the request that takes it out of line to waitUntil, where the runtime needs one", async () => {
+    const prefix = uniquePrefix("leave-wait-until");
+    const holder = await lockSet(prefix).acquire("door");
+    const handed: Promise<unknown>[] = [];
+    const waitUntil = (work: Promise<unknown>) => void handed.push(work);
+    await expect(lockSet(prefix).acquire("door", { waitMs: 300, waitUntil })).rejects.toThrow(/stayed busy/);
+    expect(handed).toHaveLength(1);
+    await Promise.all(handed);
+    expect((await lockSet(prefix).inspect("door")).waiters).toBe(0);
+    expect(() => lockSet(prefix).acquire("door", { waitUntil: "ctx" as never })).rejects.toThrow(/waitUntil: expected a function/);
+    await holder.release();
+  });
 });
