@@ -2,7 +2,7 @@ import { LockConfigError, StaleFenceError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
 import { checkName, nameTag, newToken } from "./keys.ts";
 import { parseOptions, readOptionsSchema, storeOptionsSchema, type FencedStoreOptions } from "./options.ts";
-import { RETRY_WINDOW_MS, runScript, type Reply } from "./redis.ts";
+import { RETRY_WINDOW_MS, runScript, unexpectedReply, type Reply } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 
 /** A value and the highest fence its resource has seen (at least the fence that wrote it). */
@@ -44,7 +44,9 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
     const tag = nameTag(prefix, resource);
     const keys = [`${tag}:data`, `${tag}:written:${newToken()}`];
     const reply = await runScript(redis, scripts.storeFence, keys, [fence ?? "", ttlMs, RETRY_WINDOW_MS, ...text], { timeoutMs });
-    // `!=`: a client may answer integers as decimal text; an accepted write must not read as stale.
+    // `!=`: a client may answer integers as decimal text; an accepted write must not read as stale,
+    // nor a reply that is not this script's ({1, fence, value?} or {0, highest}) as either.
+    if (reply.length < 2 || (reply[0] != 1 && reply[0] != 0)) throw unexpectedReply(scripts.storeFence);
     if (reply[0] != 1) throw new StaleFenceError(resource, fence ?? 0, Number(reply[1]));
     return reply;
   }

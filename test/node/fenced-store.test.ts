@@ -3,6 +3,7 @@ import { createFencedStore, createLocks, LockConfigError, LockUnavailableError, 
 import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
 import { withFetch } from "../support/fetch-wrappers.ts";
+import { garbling } from "../support/garbling-client.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
 function setup(label: string, leaseMs = 10_000) {
@@ -263,6 +264,21 @@ describe("fenced store", () => {
     // A holder that came after is not held back.
     await locks.withLock("doc", (c) => store.write("doc", "by C", c.fence));
     expect((await store.read("doc"))?.value).toBe("by C");
+  });
+});
+
+describe("a reply that is not store-fence.lua's", () => {
+  it.each([[[]], [[1]], [[7, 1]], ["OK"]])("%j is LockUnavailableError, never read as stale or as nothing stored", async (reply) => {
+    const garbage: { reply?: unknown } = {};
+    const prefix = uniquePrefix("store-garbage");
+    const store = createFencedStore({ redis: garbling(garbage), prefix });
+    const lease = await createLocks({ redis: upstash(), prefix }).acquire("doc");
+    await store.write("doc", "v1", lease.fence);
+    garbage.reply = reply;
+    await expect(store.write("doc", "v2", lease.fence)).rejects.toThrow(LockUnavailableError);
+    await expect(store.claim("doc", lease.fence)).rejects.toThrow(LockUnavailableError);
+    await expect(store.read("doc")).rejects.toThrow(LockUnavailableError);
+    await lease.release();
   });
 });
 

@@ -4,6 +4,7 @@ import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createFencedStore, createLocks, LockTimeoutError, LockUnavailableError, type RedisClient } from "../../src/index.ts";
 import { delayingResponses, withFetch } from "../support/fetch-wrappers.ts";
+import { garbling } from "../support/garbling-client.ts";
 import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
 
@@ -172,19 +173,6 @@ describe("a Redis that is down or slow", () => {
     expect(error.message).toMatch(/read-only/);
   });
 });
-
-/**
- * The real client, except that while `garbage.reply` is set each script runs on the real server
- * and its reply is then replaced: an endpoint or proxy that answers something other than our scripts.
- */
-function garbling(garbage: { reply?: unknown }): RedisClient {
-  const real = upstash();
-  const swap = async (reply: Promise<unknown>) => {
-    const value = await reply;
-    return garbage.reply === undefined ? value : garbage.reply;
-  };
-  return { evalsha: (sha, keys, args) => swap(real.evalsha(sha, keys, args)), eval: (text, keys, args) => swap(real.eval(text, keys, args)) };
-}
 
 describe("a reply that is not one of our scripts' is LockUnavailableError, never read as a lock state", () => {
   const held = async (reply: unknown) => {
