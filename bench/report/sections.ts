@@ -94,7 +94,7 @@ export function scalingSection(cells: ScalingCell[], cellMs: number): string {
       starvationCell(c, cellMs), String(c.neverHeld), num(c.requestsPerWaiterPerSec), String(c.overlaps)]));
   return ["Distinct names (each of the N names taken once, untimed, before the cell; then each client acquires and releases a name picked at random among the N, no hold; libraries in a random order per N):", "", namesTable,
     "", "Contenders on one name (hold 5 ms; a client that released rejoins once another has the lock and 0–100 ms later, as in 2b; " +
-      "with one contender that delay, not the library, sets the rate). \"Longest ÷ mean\" is n/a where a wait as long as the cell " +
+      "a lone contender asks again at once). \"Longest ÷ mean\" is n/a where a wait as long as the cell " +
       "is under 10× the mean (it could not show starvation); \"never held\" counts the clients left out for the whole cell. " +
       "\"Overlaps\": a holder's acquire() resolved before the previous holder called release().", "", contendersTable].join("\n");
 }
