@@ -126,8 +126,8 @@ export function createLocks(options: LocksOptions): Locks {
       throw error;
     } finally {
       // Out of time or failed: gives up the place in line at once rather than hold a free lock back
-      // until it expires, and a hold taken for this call that it never received. Not awaited: the
-      // caller is leaving (aborted or failed) and must not wait on Redis.
+      // until it expires, and a hold taken for this call that it never received. Not awaited (the
+      // caller is leaving, aborted or failed, and must not wait on Redis) but handed to waitUntil.
       if (queued) {
         const left = run(scripts.leave, name, [ticket], "").catch(() => undefined);
         opts.waitUntil?.(left);
