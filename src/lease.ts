@@ -1,3 +1,5 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// In the emitted lease.d.ts too: Lease is AsyncDisposable, so a project without that lib could not import fencelock.
 import { LockLostError } from "./errors.ts";
 import { newToken } from "./keys.ts";
 
