@@ -16,12 +16,19 @@ if cur[1] == owner and cur[2] == fence then
     return {1, holds}
   end
   if holds > 1 then
+    -- Remembered outside the lock, which leave.lua or the TTL may delete with the mark below in
+    -- it, by this release's id (random, known only to its lease); the last hold's release
+    -- overwrites it with its own record, which answers this retry too. Written first, as below.
+    redis.call('SET', released, seen, 'PX', retryWindowMs)
+    -- Marked in the lock, for as long as it stands: however late a retry, while other holds
+    -- remain it must not give back a second one.
     redis.call('HSET', lock, seen, 1)
     return {1, redis.call('HINCRBY', lock, 'holds', -1)}
   end
-  -- Remembered, under this lease's fence, so that a retry of this release reports "released"
-  -- however many leases came and went before it. Its retries come within the window. Written
-  -- first: without its key (KEYS[5]) the script fails here, before it has changed anything.
+  -- Remembered, under this lease's fence, so that a retry of this release (or of any release of
+  -- this lease's, a resumed copy's too) reports "released" however many leases came and went
+  -- before it. Its retries come within the window. Written first: without its key (KEYS[5]) the
+  -- script fails here, before it has changed anything.
   redis.call('SET', released, owner, 'PX', retryWindowMs)
   redis.call('DEL', lock)
   -- An empty queue is a missing key: the uncontended path skips the handover.
@@ -62,7 +69,8 @@ if cur[1] == owner and cur[2] == fence then
   return {1, 0}
 end
 -- By owner too: a lease with the right fence and another owner was never released.
-if redis.call('GET', released) == owner then
+local record = redis.call('GET', released)
+if record == owner or record == seen then
   return {1, 0}
 end
 return {0, 0}

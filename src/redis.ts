@@ -58,7 +58,7 @@ export async function runScript(
   script: LuaScript,
   keys: string[],
   values: readonly (string | number)[],
-  { timeoutMs, secrets = [] }: RunOptions,
+  { timeoutMs, secrets }: RunOptions,
 ): Promise<Reply> {
   const args = values.map(String);
   const call = async () => {
@@ -97,7 +97,7 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function unavailable(error: unknown, script: LuaScript, timeoutMs: number, secrets: readonly string[]) {
+function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secrets: readonly string[] = []) {
   // @upstash/redis appends the whole command (owner token included) to its messages, and
   // fetch quotes a URL with credentials in it whole: all from a word's `//` to its last `@` goes
   // (a password may hold both). A word of 300 characters or more is no use to read, and `\S+@`
@@ -132,5 +132,5 @@ export function integers(reply: Reply, script: LuaScript): Integers {
 }
 
 export function unexpectedReply(script: LuaScript): LockUnavailableError {
-  return unavailable("an unexpected reply", script, 0, []);
+  return unavailable("an unexpected reply", script);
 }
