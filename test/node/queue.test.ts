@@ -106,7 +106,7 @@ describe("the queue", () => {
     expect(handed).toHaveLength(1);
     await Promise.all(handed);
     expect((await lockSet(prefix).inspect("door")).waiters).toBe(0);
-    expect(() => lockSet(prefix).acquire("door", { waitUntil: "ctx" as never })).rejects.toThrow(/waitUntil: expected a function/);
+    await expect(lockSet(prefix).acquire("door", { waitUntil: "ctx" as never })).rejects.toThrow(/waitUntil: expected a function/);
     await holder.release();
   });
 });
