@@ -93,8 +93,8 @@ async function main([command, ...rest]) {
 main(process.argv.slice(2)).then(
   () => process.exit(0),
   (error) => {
-    // A token startLocalUpstash refuses is a bad --token: a usage error too.
-    const usage = error instanceof UsageError || error?.code === "BAD_TOKEN" ||
+    // Options startLocalUpstash refuses (a bad --token, an empty --host) are usage errors too.
+    const usage = error instanceof UsageError || error?.code === "BAD_OPTIONS" ||
       error?.code?.startsWith?.("ERR_PARSE_ARGS");
     console.error(`fencelock: ${error?.message ?? error}${usage ? `\n\n${USAGE}` : ""}`);
     process.exit(usage ? 2 : 1);

@@ -1,5 +1,5 @@
-import { StaleFenceError } from "./errors.ts";
-import { FENCE_HEADER } from "./fence.ts";
+import { LockConfigError, StaleFenceError } from "./errors.ts";
+import { checkFence, FENCE_HEADER } from "./fence.ts";
 import type { Lease } from "./lease.ts";
 import { STALE_FENCE_PROBLEM } from "./problem.ts";
 
@@ -11,7 +11,14 @@ import { STALE_FENCE_PROBLEM } from "./problem.ts";
  * @example
  * await fencedFetch(lease, `${BLOBS}/invoice-42`, { method: "PUT", body });
  */
-export async function fencedFetch(lease: Lease, input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+export async function fencedFetch(lease: Lease, input: string | URL | Request, init?: RequestInit | null): Promise<Response> {
+  // A { name, owner, fence } record (what resume() takes) has no signal: its request would go on
+  // after the lease is lost, and its fence would go out unchecked.
+  if (!(lease?.signal instanceof AbortSignal)) {
+    throw new LockConfigError("fencedFetch lease", ["expected a Lease from acquire() or resume(); resume() a stored { name, owner, fence } first"]);
+  }
+  checkFence(lease.fence, "fencedFetch lease");
+  init ??= {};
   // Headers given in init replace a Request's own, as in fetch(); otherwise the Request's are kept.
   const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
   headers.set(FENCE_HEADER, String(lease.fence));

@@ -1,6 +1,6 @@
 import { LockConfigError, StaleFenceError } from "./errors.ts";
 import type { SqlValue } from "./fenced-sql/expression.ts";
-import { buildClaim, buildWrite, type Built, type FencedClaim, type FencedWrite, type Placeholders } from "./fenced-sql/statements.ts";
+import { buildClaim, buildWrite, checkShape, type Built, type FencedClaim, type FencedWrite, type Placeholders } from "./fenced-sql/statements.ts";
 
 export { sql } from "./fenced-sql/expression.ts";
 export type { SqlExpression, SqlValue } from "./fenced-sql/expression.ts";
@@ -46,8 +46,8 @@ export interface FencedSqlOptions {
  * });
  * if (!sold.accepted) return new Response("sold out", { status: 409 });
  */
-export function fencedWrite(db: SqlDatabase, write: FencedWrite, options: FencedSqlOptions = {}): Promise<FencedSqlOutcome> {
-  return execute(db, buildWrite(write, options.placeholders ?? "?"));
+export async function fencedWrite(db: SqlDatabase, write: FencedWrite, options: FencedSqlOptions = {}): Promise<FencedSqlOutcome> {
+  return execute(db, buildWrite(write, placeholdersOf(options)));
 }
 
 /**
@@ -59,8 +59,14 @@ export function fencedWrite(db: SqlDatabase, write: FencedWrite, options: Fenced
  * const account = await env.DB.prepare("SELECT balance FROM accounts WHERE id = ?").bind(id).first();
  * await fencedWrite(env.DB, { table: "accounts", key: { id }, fence: lease.fence, set: { balance: next(account) } });
  */
-export function fencedClaim(db: SqlDatabase, claim: FencedClaim, options: FencedSqlOptions = {}): Promise<FencedSqlOutcome> {
-  return execute(db, buildClaim(claim, options.placeholders ?? "?"));
+export async function fencedClaim(db: SqlDatabase, claim: FencedClaim, options: FencedSqlOptions = {}): Promise<FencedSqlOutcome> {
+  return execute(db, buildClaim(claim, placeholdersOf(options)));
+}
+
+/** Strict, as every options object here: a misspelled `placeholders` would send `?` to Postgres. */
+function placeholdersOf(options: FencedSqlOptions): Placeholders {
+  checkShape(options, ["placeholders"], "fenced SQL options");
+  return options.placeholders ?? "?";
 }
 
 async function execute(db: SqlDatabase, built: Built): Promise<FencedSqlOutcome> {

@@ -24,8 +24,8 @@ export interface GuardSettings {
  * option or a bad value would otherwise be ignored, or fail every request), defaults filled in.
  */
 export function guardSettings(options: Partial<GuardSettings>, what: string): GuardSettings {
-  parseOptions(guardOptionsSchema, options, what);
-  const { waitMs = 0, leaseMs, wake, release = "await" } = options;
+  // The values checked, not a second read of `options` (a getter could answer differently).
+  const { waitMs = 0, leaseMs, wake, release = "await" } = parseOptions(guardOptionsSchema, options, what);
   return { waitMs, leaseMs, wake, release };
 }
 

@@ -54,7 +54,19 @@ export function renderExpression(expression: SqlExpression, bind: (value: SqlVal
 export function checkValue(value: unknown, what: string): SqlValue {
   if (value === null || typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number" && Number.isFinite(value)) return value;
-  throw new LockConfigError(what, [`expected a string, finite number, boolean or null, got ${String(value)}`]);
+  throw new LockConfigError(what, [`expected a string, finite number, boolean or null, got ${described(value)}`]);
+}
+
+/**
+ * A bad value as an error message shows it. Not String() alone: it throws on an object without
+ * a prototype (querystring.parse makes those) and JSON.stringify on a BigInt, and the caller would
+ * get that TypeError instead of the LockConfigError saying what to fix.
+ */
+export function described(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (typeof value === "object" && value !== null) return Array.isArray(value) ? "an array" : "an object";
+  return typeof value === "function" ? "a function" : String(value);
 }
 
 // Not `[`: SQLite reads it as a quote, Postgres as a subscript, and the scan must never

@@ -1,6 +1,6 @@
 import { LockConfigError } from "../errors.ts";
 import { checkFence } from "../fence.ts";
-import { checkValue, isSqlExpression, renderExpression, type SqlExpression, type SqlValue } from "./expression.ts";
+import { checkValue, described, isSqlExpression, renderExpression, type SqlExpression, type SqlValue } from "./expression.ts";
 
 /** `?` for SQLite and D1, `$n` for Postgres' `$1, $2, ...`. */
 export type Placeholders = "?" | "$n";
@@ -59,7 +59,7 @@ const ACCEPTED = " RETURNING 1";
 /** Identifiers cannot be bound, so only plain names pass, and they are quoted so keywords work too. */
 function identifier(name: unknown, what: string): string {
   if (typeof name !== "string" || !IDENTIFIER.test(name)) {
-    throw new LockConfigError(what, [`expected a name matching ${IDENTIFIER}, got ${JSON.stringify(name) ?? String(name)}`]);
+    throw new LockConfigError(what, [`expected a name matching ${IDENTIFIER}, got ${described(name)}`]);
   }
   return `"${name}"`;
 }
@@ -106,7 +106,7 @@ function checkSet(set: unknown, row: Row, upsert: boolean, what: string): [strin
 
 function binder(placeholders: unknown) {
   if (placeholders !== "?" && placeholders !== "$n") {
-    throw new LockConfigError("placeholders", [`expected "?" or "$n", got ${String(placeholders)}`]);
+    throw new LockConfigError("placeholders", [`expected "?" or "$n", got ${described(placeholders)}`]);
   }
   const params: SqlValue[] = [];
   const bind = (value: SqlValue): string => {
@@ -155,13 +155,13 @@ function report(row: Row, p: Placeholders): SqlStatement {
 }
 
 /** Refuses keys the statement would ignore: a misspelled `where` must not drop the guard. */
-function checkShape(input: unknown, allowed: readonly string[], what: string): void {
+export function checkShape(input: unknown, allowed: readonly string[], what: string): void {
   if (typeof input !== "object" || input === null) throw new LockConfigError(what, ["expected an object"]);
   const unknown = Object.keys(input).filter((key) => !allowed.includes(key));
   if (unknown.length > 0) throw new LockConfigError(what, [`unknown option ${unknown.map((key) => `"${key}"`).join(", ")}`]);
   const { upsert } = input as { upsert?: unknown };
   if (upsert !== undefined && typeof upsert !== "boolean") {
-    throw new LockConfigError(what, [`upsert: expected true or false, got ${String(upsert)}`]);
+    throw new LockConfigError(what, [`upsert: expected true or false, got ${described(upsert)}`]);
   }
 }
 

@@ -1,5 +1,5 @@
-import { LocalUpstashError } from "./errors.ts";
 import { createHandler } from "./handler.ts";
+import { checkLocalOptions } from "./options.ts";
 import { ConnectionPool } from "./pool.ts";
 import { connectRedis, openSubscriber } from "./redis-client.ts";
 import { startRedisServer } from "./redis-server.ts";
@@ -38,11 +38,7 @@ const MAX_IDLE_SUBSCRIBERS = 16;
 
 /** Starts an Upstash-REST-compatible HTTP server in front of Redis, for `new Redis({ url, token })`. */
 export async function startLocalUpstash(options: LocalUpstashOptions = {}): Promise<LocalUpstash> {
-  // A client sends "Authorization: Bearer <token>": a token that is empty, or has whitespace or
-  // characters a header cannot carry, could never be sent, and every request would be refused.
-  if (options.token !== undefined && !/^[\x21-\x7e]+$/.test(options.token)) {
-    throw new LocalUpstashError("BAD_TOKEN", "token: expected one or more visible ASCII characters (no spaces)");
-  }
+  options = checkLocalOptions(options);
   const backing = await backingRedis(options.redisUrl);
   const token = options.token ?? randomToken();
   const pool = new ConnectionPool(() => connectRedis(backing.url));

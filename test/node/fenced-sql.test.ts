@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockConfigError } from "../../src/errors.ts";
 import {
-  addFenceColumnSql, fencedClaimSql, fencedWriteSql, sql, type FencedWrite, type SqlValue,
+  addFenceColumnSql, fencedClaim, fencedClaimSql, fencedWrite, fencedWriteSql, sql, type FencedWrite, type SqlDatabase, type SqlValue,
 } from "../../src/fenced-sql.ts";
 import { startWorker, type StartedWorker } from "../../scripts/worker-runtime.ts";
 import type { Reply, RpcRequest } from "../workers/sql/worker.ts";
@@ -381,5 +381,52 @@ describe("fenced SQL text", () => {
     for (const write of bad) expect(() => fencedWriteSql(write as FencedWrite)).toThrow(LockConfigError);
     expect(() => fencedWriteSql(base, "$" as never)).toThrow(LockConfigError);
     expect(() => addFenceColumnSql("events; --")).toThrow(LockConfigError);
+  });
+
+  // String() throws on an object without a prototype (querystring.parse makes those) and
+  // JSON.stringify on a BigInt: the error saying what is wrong must not fail while it is written.
+  it("says what a value it refuses is, whatever the value", () => {
+    const base = { table: "events", key: { id: "e" }, set: { v: 1 }, fence: F };
+    const bare = Object.create(null) as object;
+    const refusals: [() => unknown, RegExp][] = [
+      [() => fencedWriteSql({ ...base, table: 10n as never }), /got 10n/],
+      [() => addFenceColumnSql(10n as never), /got 10n/],
+      [() => fencedWriteSql({ ...base, key: { id: bare as never } }), /got an object/],
+      [() => fencedWriteSql({ ...base, set: { v: 10n as never } }), /got 10n/],
+      [() => sql`remaining - ${bare as never}`, /got an object/],
+      [() => fencedWriteSql({ ...base, table: "x".repeat(1_000) }), /got "x{60}…"$/],
+    ];
+    for (const [make, message] of refusals) expect(make).toThrow(message);
+  });
+});
+
+describe("fencedWrite and fencedClaim options", () => {
+  /** A D1-shaped database that records the statements it is handed. */
+  function recordingDb(): SqlDatabase & { prepared: string[] } {
+    const db = {
+      prepared: [] as string[],
+      prepare(query: string) {
+        db.prepared.push(query);
+        const statement = { bind: () => statement, first: async () => null };
+        return statement;
+      },
+    };
+    return db;
+  }
+  const claim = { table: "events", key: { id: "e1" }, fence: F };
+
+  it("refuses a misspelled or null options object before any statement reaches the database", async () => {
+    const db = recordingDb();
+    // With the option ignored, Postgres would get `?` placeholders and fail on every write.
+    await expect(fencedWrite(db, { ...claim, set: { v: 1 } }, { placeholder: "$n" } as never)).rejects.toThrow(/unknown option "placeholder"/);
+    await expect(fencedClaim(db, claim, { placeholder: "$n" } as never)).rejects.toThrow(LockConfigError);
+    await expect(fencedWrite(db, { ...claim, set: { v: 1 } }, null as never)).rejects.toThrow(LockConfigError);
+    await expect(fencedClaim(db, claim, null as never)).rejects.toThrow(LockConfigError);
+    expect(db.prepared).toEqual([]);
+  });
+
+  it("rejects, rather than throws, when the write itself is bad", async () => {
+    const written = fencedWrite(recordingDb(), { ...claim, set: {} });
+    await expect(written).rejects.toThrow(LockConfigError);
   });
 });

@@ -257,6 +257,25 @@ describe("fencedFetch", () => {
     await lease.release();
   });
 
+  it("refuses what is not a Lease, such as the { name, owner, fence } record resume() takes, and sends nothing", async () => {
+    const { locks } = blobService();
+    const lease = await locks.acquire("invoice-46");
+    const sent: Request[] = [];
+    const record = (): typeof fetch => async (input, init) => (sent.push(new Request(input, init)), new Response(null, { status: 204 }));
+    // Without the lease's signal the request would go on after the lease is lost.
+    const notLeases = [{ name: lease.name, owner: lease.owner, fence: lease.fence }, { name: "job", fence: "1e3" }, null];
+    for (const notLease of notLeases) {
+      const refused = await withFetch(record, () => fencedFetch(notLease as never, "http://blobs.test/blobs/invoice-46").catch((e: unknown) => e));
+      expect(refused).toMatchObject({ name: "LockConfigError", message: expect.stringMatching(/expected a Lease from acquire\(\) or resume\(\)/) });
+      expect((refused as Error).message).not.toContain(lease.owner);
+    }
+    expect(sent).toEqual([]);
+    // init null, as fetch takes it.
+    await withFetch(record, () => fencedFetch(lease, "http://blobs.test/blobs/invoice-46", null));
+    expect(sent[0]?.headers.get("Fencing-Token")).toBe(String(lease.fence));
+    await lease.release();
+  });
+
   it("aborts the request when the lease is gone", async () => {
     const { locks } = blobService();
     const lease = await locks.acquire("invoice-43");

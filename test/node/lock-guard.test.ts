@@ -69,6 +69,18 @@ describe("lockGuard", () => {
     expect(() => requireFence({ store, resource: name, claim: "false" as never })).toThrow(/claim: expected true or false/);
   });
 
+  it("uses the option values it checked, not a second read of them (a getter can answer differently)", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-options") });
+    let reads = 0;
+    const options = { locks, name: () => "job", get waitMs() {
+      return reads++ === 0 ? 0 : -5;
+    } };
+    const app = new Hono();
+    app.get("/", lockGuard(options), (c) => c.text("ran"));
+    const response = await app.request("/");
+    expect([response.status, await response.text()]).toEqual([200, "ran"]);
+  });
+
   it("gives its callbacks the app's typed env, as do requireFence's", async () => {
     type AppEnv = { Bindings: { LOCK_NAME: string }; Variables: LockVariables };
     const prefix = uniquePrefix("guard-env");

@@ -102,6 +102,20 @@ describe("fencelock dev", () => {
 
 describe("startLocalUpstash", () => {
   it.each([[""], ["a b"], ["токен"], ["tok\u0000en"]])("refuses the token %j, which no client could send", async (token) => {
-    await expect(startLocalUpstash({ token })).rejects.toMatchObject({ name: "LocalUpstashError", code: "BAD_TOKEN" });
+    await expect(startLocalUpstash({ token })).rejects.toMatchObject({ name: "LocalUpstashError", code: "BAD_OPTIONS" });
+  });
+
+  it("refuses a misspelled option, which would otherwise start a server with a random token", async () => {
+    await expect(startLocalUpstash({ tokn: "secret" } as never)).rejects.toThrow(/unknown option "tokn"/);
+  });
+
+  it.each([-1, 1.5, Number.NaN, 70_000, "6379"])("refuses the port %j, saying which ports there are", async (port) => {
+    await expect(startLocalUpstash({ port: port as never })).rejects.toMatchObject({
+      name: "LocalUpstashError", code: "BAD_OPTIONS", message: expect.stringMatching(/^startLocalUpstash: port: expected/),
+    });
+  });
+
+  it.each([[{ host: "" }], [{ host: 5 }], [{ redisUrl: 6379 }], ["redis://localhost"]])("refuses %j before it starts anything", async (options) => {
+    await expect(startLocalUpstash(options as never)).rejects.toMatchObject({ code: "BAD_OPTIONS" });
   });
 });
