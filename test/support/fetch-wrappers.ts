@@ -60,3 +60,27 @@ export function delayingResponses(ms: number, times = Number.POSITIVE_INFINITY) 
     return response;
   };
 }
+
+/**
+ * Hands every read of an event-stream body to the client in two halves, as workerd's fetch does
+ * (it gave "data: message,0123456789abcd" and the rest of a handover in two reads, where Node's
+ * fetch gives one): an SSE reader must carry a line over from one read to the next.
+ */
+export function splittingEventStreams(real: Fetch): Fetch {
+  return async (input, init) => {
+    const response = await real(input, init);
+    if (!response.body || !response.headers.get("content-type")?.startsWith("text/event-stream")) return response;
+    const reader = response.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { value, done } = await reader.read();
+        if (done) return controller.close();
+        const half = Math.ceil(value.length / 2);
+        controller.enqueue(value.subarray(0, half));
+        if (half < value.length) controller.enqueue(value.subarray(half));
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
