@@ -1,6 +1,7 @@
 import { LockConfigError, StaleFenceError } from "./errors.ts";
 import { checkFence, FENCE_HEADER } from "./fence.ts";
 import type { Lease } from "./lease.ts";
+import { anySignal, isAbortSignal } from "./signals.ts";
 import { STALE_FENCE_PROBLEM } from "./problem.ts";
 
 /**
@@ -14,7 +15,7 @@ import { STALE_FENCE_PROBLEM } from "./problem.ts";
 export async function fencedFetch(lease: Lease, input: string | URL | Request, init?: RequestInit | null): Promise<Response> {
   // A { name, owner, fence } record (what resume() takes) has no signal: its request would go on
   // after the lease is lost, and its fence would go out unchecked.
-  if (!(lease?.signal instanceof AbortSignal)) {
+  if (!isAbortSignal(lease?.signal)) {
     throw new LockConfigError("fencedFetch lease", ["expected a Lease from acquire() or resume(); resume() a stored { name, owner, fence } first"]);
   }
   checkFence(lease.fence, "fencedFetch lease");
@@ -25,7 +26,7 @@ export async function fencedFetch(lease: Lease, input: string | URL | Request, i
   // Likewise init's signal, or else the Request's (a proxy's incoming request whose client left);
   // as in fetch(), `signal: undefined` is no signal given, and `null` drops the Request's.
   const own = init.signal !== undefined ? init.signal : input instanceof Request ? input.signal : undefined;
-  const signal = own ? AbortSignal.any([own, lease.signal]) : lease.signal;
+  const signal = own ? anySignal([own, lease.signal]) : lease.signal;
   const response = await fetch(input, { ...init, headers, signal });
   if (response.status !== 409) return response;
   const { problem, conflict } = await readConflict(response);

@@ -64,7 +64,9 @@ const attemptOptions = {
   leaseMs: z.optional(ms(100, 3_600_000)),
   /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
   owner: z.optional(ownerToken),
-  signal: z.optional(z.custom<AbortSignal>((v) => v instanceof AbortSignal, "expected an AbortSignal")),
+  // By shape, as signals.ts's isAbortSignal (not imported: a function of its own costs the core
+  // bytes it does not have): a Request's signal in Vercel's Edge Runtime is from another realm.
+  signal: z.optional(z.custom<AbortSignal>((v) => typeof (v as AbortSignal | undefined)?.throwIfAborted == "function", "expected an AbortSignal")),
   /**
    * Where a runtime stops a request's work once its response is sent (Workers: `ctx.waitUntil`,
    * bound), the requests that give up a place in line or a hold the call never received are

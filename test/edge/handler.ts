@@ -110,6 +110,16 @@ app.post("/fenced/:how", async (c) => {
   }
 });
 
+// fencedFetch to a service that never answers, given a signal of the caller's own that aborts 100 ms in.
+app.post("/fenced-abort", async (c) => {
+  const lease = await locksWith(redis()).acquire("fenced-abort");
+  const caller = new AbortController();
+  setTimeout(() => caller.abort(new Error("the caller gave up")), 100);
+  const fetched = await fencedFetch(lease, `${process.env.BLOBS_URL}/hang`, { signal: caller.signal }).catch((error: unknown) => error);
+  await lease.release();
+  return c.json({ rejectedWithReason: fetched === caller.signal.reason });
+});
+
 // Routes guarded by lockGuard: one request at a time per job.
 const guard = (waitMs = 0, wake?: "poll" | "push") =>
   lockGuard<AppEnv>({ locks: locksWith(redis()), name: (c) => `job:${c.req.param("id")}`, waitMs, wake });
