@@ -30,6 +30,18 @@ describe("guardFetch", () => {
     expect((await locks.inspect("report")).held).toBe(false);
   });
 
+  // As lockGuard: the options it checked, not a second read (a getter can answer differently).
+  it("calls the name function it checked, not a second read of the option", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-fetch-options-name") });
+    let reads = 0;
+    const options = { locks: () => locks, get name() {
+      return reads++ === 0 ? () => "job" : "job";
+    } };
+    const handler = guardFetch(options as never, () => new Response("ran"));
+    const response = await handler(new Request("http://localhost/run"), {}, { waitUntil: () => undefined });
+    expect([response.status, await response.text()]).toEqual([200, "ran"]);
+  });
+
   it("answers 400 to an empty name from the request, as lockGuard does", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-fetch-empty") });
     const handler = guardFetch({ locks: () => locks, name: (request) => new URL(request.url).searchParams.get("job") ?? "" }, () =>

@@ -81,6 +81,19 @@ describe("lockGuard", () => {
     expect([response.status, await response.text()]).toEqual([200, "ran"]);
   });
 
+  // The same for the callbacks: `name` is checked to be a function, then read again per request.
+  it("calls the name function it checked, not a second read of the option", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-options-name") });
+    let reads = 0;
+    const options = { locks, get name() {
+      return reads++ === 0 ? () => "job" : "job";
+    } };
+    const app = new Hono();
+    app.get("/", lockGuard(options as never), (c) => c.text("ran"));
+    const response = await app.request("/");
+    expect([response.status, await response.text()]).toEqual([200, "ran"]);
+  });
+
   it("gives its callbacks the app's typed env, as do requireFence's", async () => {
     type AppEnv = { Bindings: { LOCK_NAME: string }; Variables: LockVariables };
     const prefix = uniquePrefix("guard-env");
