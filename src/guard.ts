@@ -23,10 +23,13 @@ export interface GuardSettings {
  * lockGuard's and guardFetch's options, checked once when the guard is built (a misspelled
  * option or a bad value would otherwise be ignored, or fail every request), defaults filled in.
  */
-export function guardSettings(options: Partial<GuardSettings>, what: string): GuardSettings {
-  // The values checked, not a second read of `options` (a getter could answer differently).
-  const { waitMs = 0, leaseMs, wake, release = "await" } = parseOptions(guardOptionsSchema, options, what);
-  return { waitMs, leaseMs, wake, release };
+export function guardSettings<O extends Partial<GuardSettings>>(options: O, what: string): GuardSettings & { checked: O } {
+  // The guard uses the values checked (`checked`, callbacks too), never a second read of `options`:
+  // a getter could answer differently, and every request would fail. The schema is strict and
+  // transforms nothing, so what it returns is `options`'s own values, in a plain object.
+  const checked = parseOptions(guardOptionsSchema, options, what) as unknown as O;
+  const { waitMs = 0, leaseMs, wake, release = "await" } = checked;
+  return { waitMs, leaseMs, wake, release, checked };
 }
 
 /** The default refusal: application/problem+json, with Retry-After. */

@@ -53,7 +53,7 @@ export function lockGuard<E extends Env = Env>(
   options: LockGuardOptions<E>,
 ): MiddlewareHandler<LockGuardEnv<E>> {
   const settings = guardSettings(options, "lockGuard options");
-  const { locks, name, onLocked = refusalResponse } = options;
+  const { locks, name, onLocked = refusalResponse } = settings.checked;
   return async function lockGuard(c, next) {
     const lockSet = typeof locks === "function" ? locks(c) : locks;
     // The request's signal matters only while waiting, and reading it makes Deno print a warning.

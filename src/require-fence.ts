@@ -49,8 +49,9 @@ export function requireFence<E extends Env = Env>(
     onProblem: optionalFunction,
     claim: z.optional(z.boolean("expected true or false")),
   }, "expected an options object");
-  parseOptions(schema, options, "requireFence options");
-  const { store, resource, claim = true, onProblem = (_c, problem) => problemResponse(problem) } = options;
+  // The values checked, never a second read of `options` (a getter could answer differently).
+  const checked = parseOptions(schema, options, "requireFence options") as RequireFenceOptions<E>;
+  const { store, resource, claim = true, onProblem = (_c, problem) => problemResponse(problem) } = checked;
   return async function requireFence(c, next) {
     const parsed = parseFenceHeader(c.req.header(FENCE_HEADER));
     if (!parsed.ok) return onProblem(c, headerProblem(parsed.problem));

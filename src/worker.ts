@@ -41,7 +41,7 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
   handler: GuardedHandler<Env, Ctx>,
 ): (request: Request, env: Env, ctx: Ctx) => Promise<Response> {
   const settings = guardSettings(options, "guardFetch options");
-  const { locks, name, onLocked = refusalResponse } = options;
+  const { locks, name, onLocked = refusalResponse } = settings.checked;
   if (typeof locks !== "function") {
     throw new LockConfigError("guardFetch options", ["locks: expected a function of env that returns the lock set"]);
   }

@@ -126,6 +126,18 @@ describe("requireFence", () => {
     expect(res.status).toBe(418);
     expect(await res.text()).toBe("no: Fencing token required");
   });
+
+  it("calls the resource function it checked, not a second read of the option", async () => {
+    const store = createFencedStore({ redis: upstash(), prefix: uniquePrefix("blobs") });
+    let reads = 0;
+    const options = { store, get resource() {
+      return reads++ === 0 ? () => "x" : "x";
+    } };
+    const app = new Hono();
+    app.put("/x", requireFence(options as never), (c) => c.text("ok"));
+    const res = await app.request("/x", { method: "PUT", headers: { "Fencing-Token": "1700000000000001" } });
+    expect([res.status, await res.text()]).toEqual([200, "ok"]);
+  });
 });
 
 describe("parseFenceHeader", () => {
