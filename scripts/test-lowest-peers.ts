@@ -2,7 +2,8 @@
 // package.json allows, since `npm test` only ever meets the lock file's (the newest). A floor set
 // too low once cost every push handover in Workers (@upstash/redis before 1.36.1), and only the
 // workerd push test could tell. Installs those versions over node_modules and puts the lock
-// file's back afterwards. CI runs it after `npm test`: `node scripts/test-lowest-peers.ts`.
+// file's back afterwards, also after a failure or Ctrl-C. CI runs it after `npm test`:
+// `npm run test:lowest-peers`.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const bin = (name: string) => join(root, "node_modules", ".bin", name);
 
-/** The files that use @upstash/redis's streams, hono's middleware and zod's checks in earnest. */
+/** The files that use @upstash/redis's streams, hono's middleware and zod's checks (core and local) in earnest. */
 const FILES = [
   "test/node/wake.test.ts",
   "test/node/workerd-guard.test.ts",
@@ -19,10 +20,15 @@ const FILES = [
   "test/node/locks.test.ts",
   "test/node/options.test.ts",
   "test/node/local/subscribe.test.ts",
+  "test/node/local/cli.test.ts",
 ];
 
-function installed(name: string): string {
-  return JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8")).version;
+/** The version package-lock.json (and so `npm ci`) installs: what goes back, whatever node_modules held. */
+function locked(name: string): string {
+  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8"));
+  const version = lock.packages?.[`node_modules/${name}`]?.version;
+  if (typeof version !== "string") throw new Error(`package-lock.json has no ${name}: run npm install first`);
+  return version;
 }
 
 /** "^1.36.1" -> "1.36.1": the ranges here are all caret ranges, whose floor is the version named. */
@@ -37,13 +43,21 @@ function npmInstall(specs: string[]): void {
 }
 
 const peers = Object.entries(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).peerDependencies as Record<string, string>);
-const locked = peers.map(([name]) => `${name}@${installed(name)}`);
+const lockFile = peers.map(([name]) => `${name}@${locked(name)}`);
 const lowest = peers.map(([name, range]) => `${name}@${floorOf(name, range)}`);
-console.log(`lowest peers: ${lowest.join(" ")} (lock file: ${locked.join(" ")})`);
-npmInstall(lowest);
+console.log(`lowest peers: ${lowest.join(" ")} (lock file: ${lockFile.join(" ")})`);
+// Ctrl-C reaches the child too: it dies, execFileSync throws, and the finally below still runs,
+// where Node's default for SIGINT would end this process before it.
+process.on("SIGINT", () => void (process.exitCode = 130));
 try {
+  npmInstall(lowest);
   execFileSync(bin("tsc"), ["-p", "tsconfig.json", "--noEmit"], { cwd: root, stdio: "inherit" });
   execFileSync(bin("vitest"), ["run", ...FILES], { cwd: root, stdio: "inherit" });
 } finally {
-  npmInstall(locked);
+  try {
+    npmInstall(lockFile);
+  } catch (error) {
+    console.error(`could not put the lock file's peers back (${lockFile.join(" ")}): run npm ci`);
+    throw error;
+  }
 }

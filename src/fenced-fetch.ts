@@ -7,7 +7,9 @@ import { STALE_FENCE_PROBLEM } from "./problem.ts";
 /**
  * fetch() for work done under a lease: sends the lease's fence in the Fencing-Token
  * header, aborts when the lease is lost, and turns a stale-fence answer (409) into
- * StaleFenceError so it cannot be mistaken for success.
+ * StaleFenceError so it cannot be mistaken for success. `lease` must be a Lease (from acquire()
+ * or resume()): a plain `{ name, owner, fence }` is refused with LockConfigError, since it has no
+ * signal to stop the request with.
  *
  * @example
  * await fencedFetch(lease, `${BLOBS}/invoice-42`, { method: "PUT", body });

@@ -32,10 +32,10 @@ export interface FencedSqlOptions {
 
 /**
  * Writes a row iff `fence` is at least the highest fence the row has seen, decided by the
- * database in one statement. A stale fence throws StaleFenceError (the caller's lease is gone,
- * its work must stop); a failed `where` guard or a missing row is returned, not thrown.
- * Bad names, values or fences throw LockConfigError before anything is sent; a key that
- * matches several rows throws it after a statement that wrote none of them.
+ * database in one statement. A stale fence rejects with StaleFenceError (the caller's lease is
+ * gone, its work must stop); a failed `where` guard or a missing row is returned, not thrown.
+ * Bad names, values, fences or options reject with LockConfigError before anything is sent; a
+ * key that matches several rows rejects with it after a statement that wrote none of them.
  *
  * @example
  * // once: CREATE TABLE events (id TEXT PRIMARY KEY, remaining INTEGER NOT NULL, fence BIGINT NOT NULL DEFAULT 0)

@@ -98,7 +98,8 @@ export function parseOptions<S extends z.ZodMiniType>(schema: S, input: unknown,
   throw new LockConfigError(what, result.error.issues.map(describeIssue));
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+/** One zod issue as a line of a config error: which option, and what is wrong with it. */
+export function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === "unrecognized_keys") {
     return `unknown option ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
   }

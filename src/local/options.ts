@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { describeIssue } from "../options.ts";
 import { LocalUpstashError } from "./errors.ts";
 import type { LocalUpstashOptions } from "./index.ts";
 
@@ -25,8 +26,5 @@ const localUpstashSchema = z.strictObject({
 export function checkLocalOptions(options: unknown): LocalUpstashOptions {
   const result = z.safeParse(localUpstashSchema, options ?? {});
   if (result.success) return result.data;
-  const issues = result.error.issues.map((issue) =>
-    issue.code === "unrecognized_keys" ? `unknown option ${issue.keys.map((k) => `"${k}"`).join(", ")}` : `${issue.path.join(".") || "options"}: ${issue.message}`,
-  );
-  throw new LocalUpstashError("BAD_OPTIONS", `startLocalUpstash: ${issues.join("; ")}`);
+  throw new LocalUpstashError("BAD_OPTIONS", `startLocalUpstash: ${result.error.issues.map(describeIssue).join("; ")}`);
 }

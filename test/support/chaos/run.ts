@@ -38,15 +38,20 @@ export async function runChaos(seed: number): Promise<ChaosRun> {
   const network = new FaultyNetwork(plan.faults, (line) => history.record(line));
   const stopSampling = sampleMutualExclusionEvery5ms(history, plan.names);
   const nemesis = plan.nemesis ? startNemesis(plan, dice, history) : undefined;
-  const lastCallAt = await withFetch(network.wrap, async () => {
-    await Promise.all(Array.from({ length: plan.actors }, (_, id) => runProgram(newActor(run, id))));
-    const programsEndedAt = performance.now();
-    network.heal();
-    await landLateRequests(network, plan.faults, history);
-    return programsEndedAt;
-  });
-  stopSampling();
-  await nemesis?.stop();
+  let lastCallAt: number;
+  try {
+    lastCallAt = await withFetch(network.wrap, async () => {
+      await Promise.all(Array.from({ length: plan.actors }, (_, id) => runProgram(newActor(run, id))));
+      const programsEndedAt = performance.now();
+      network.heal();
+      await landLateRequests(network, plan.faults, history);
+      return programsEndedAt;
+    });
+  } finally {
+    // Also when a program threw: neither may go on into the next seed's run.
+    stopSampling();
+    await nemesis?.stop();
+  }
   return { plan, history, calls: run.calls.count, lastCallAt, netStats: network.stats };
 }
 
