@@ -90,7 +90,10 @@ export class Lease implements AsyncDisposable {
     // lost stays lost. And when the reply came too late to leave any time of the extension it
     // reports (a resumed lease has no deadline of its own before this).
     this.#throwIfLost();
-    this.#validUntil = sentAt + ttlMs - driftMs(ttlMs);
+    // Never sooner than the deadline it had: a heartbeat that finds the TTL longer than its leaseMs
+    // (another hold's) leaves it as it is, and that TTL counted from sentAt ends sooner than the
+    // one the deadline came from, though the lock never held less (Redis never shortens it).
+    this.#validUntil = Math.max(sentAt + ttlMs - driftMs(ttlMs), this.#validUntil ?? 0);
     this.#throwIfLost();
     if (this.#controller) this.#watch();
   }
@@ -130,8 +133,9 @@ export class Lease implements AsyncDisposable {
     if (this.#controller && !this.#controller.signal.aborted) this.#controller.abort(this.#lostError());
   }
 
+  // Called only once #end has set #lostWhy.
   #lostError(): LockLostError {
-    return (this.#lost ??= new LockLostError(this.name, this.fence, this.#lostWhy ?? ""));
+    return (this.#lost ??= new LockLostError(this.name, this.fence, this.#lostWhy!));
   }
 
   // A timeout signal keeps no process alive. A timer can fire a little before

@@ -112,7 +112,7 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secr
     : /NOPERM/.test(reason)
     ? "a read-only token may not run scripts: use the standard one"
     : /WRONGTYPE/.test(reason)
-    ? "a key under this prefix is not fencelock's: use a prefix of its own"
+    ? "a key under this prefix is not fencelock's: use another prefix"
     : /size|large/i.test(reason)
     ? "the value is too large"
     : "check the Redis URL, token and network";

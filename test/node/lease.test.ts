@@ -89,6 +89,40 @@ describe("validity on the client", () => {
     expect(await outer.release()).toBe("released");
   });
 
+  // Found by chaos exploration (a join with a shorter leaseMs than the lock's TTL, heartbeats over a
+  // slow network). The heartbeat finds the TTL longer than the join's leaseMs, so it does not
+  // extend and answers the TTL as it stands; counted from the heartbeat's sentAt, that TTL ends
+  // sooner than the deadline the lease already had (the request leg comes off it), and once the
+  // reply is in, before now: LockLostError, for a lease still valid here and still held in Redis.
+  it("never fails a heartbeat of a lease that is still valid here and still held", async () => {
+    const prefix = uniquePrefix("hb-shortens-local");
+    const real = upstash();
+    await real.scriptLoad(scripts.heartbeat.text); // the one request made is the delayed EVALSHA
+    const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
+    const slowHeartbeatRequests: RedisClient = {
+      evalsha: async (sha, keys, args) => {
+        if (sha === heartbeatSha1) await sleep(350); // on its way to Redis
+        return await real.evalsha(sha, keys, args);
+      },
+      eval: (text, keys, args) => real.eval(text, keys, args),
+    };
+    const locks = createLocks({ redis: slowHeartbeatRequests, prefix, leaseMs: 1_000 });
+    const outer = await locks.acquire("job");
+    const inner = await locks.acquire("job", { owner: outer.owner, leaseMs: 100 }); // trusts the lock's ~1 s TTL
+    await sleep(inner.remainingMs() - 500);
+    const deadline = performance.now() + inner.remainingMs();
+    // The heartbeat lands ~350 ms later, finds ~160 ms of TTL (>= 100: not extended) and answers it.
+    const outcome = await inner.heartbeat().then(() => "ok", (error: unknown) => error);
+    const leftBefore = deadline - performance.now();
+    const held = await createLocks({ redis: upstash(), prefix }).inspect("job");
+    expect(leftBefore).toBeGreaterThan(0); // the deadline it had before the heartbeat has not come
+    expect(held.held).toBe(true); // nor has the lock's TTL: nobody else can take it
+    expect(outcome).toBe("ok"); // fails: LockLostError "it lapsed before a heartbeat extended it"
+    expect(inner.remainingMs()).toBeGreaterThan(0);
+    await inner.release();
+    await outer.release();
+  });
+
   // The server extends the lease, but the reply takes longer than the 60 ms left here.
   async function slowHeartbeatLocks(label: string) {
     const real = upstash();

@@ -123,7 +123,7 @@ describe("a Redis that is down or slow", () => {
     const prefix = uniquePrefix("foreign");
     await upstash().set(`${prefix}:{job}:lock`, "someone else's");
     const { error } = await failure(createLocks({ redis: upstash(), prefix }).tryAcquire("job"));
-    expect(error.message).toMatch(/WRONGTYPE.*not fencelock's: use a prefix of its own/);
+    expect(error.message).toMatch(/WRONGTYPE.*not fencelock's: use another prefix/);
   });
 
   it("says that a value over the server's request size limit is too large, not that Redis is unreachable", async () => {
