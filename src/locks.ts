@@ -166,8 +166,9 @@ export function createLocks(options: LocksOptions): Locks {
 
   function resume(held: HeldLease): Lease {
     const { name, owner, fence } = held ?? {};
-    checkName(name);
+    // The owner first: a lease passed as its JSON text, unparsed, is told it is no lease.
     parseOptions(ownerToken, owner, "lease to resume");
+    checkName(name);
     checkFence(fence, "lease to resume");
     return new Lease({ name, owner, fence, leaseMs: config.leaseMs, validUntil: undefined }, backend);
   }

@@ -95,7 +95,9 @@ describe("lock names and per-call options", () => {
     [{ name: "job", owner: "a".repeat(32), fence: 2 ** 53 }, /fence/],
     [{ name: "job", owner: "a".repeat(32), fence: "12" }, /fence/],
     [{ name: "", owner: "a".repeat(32), fence: 12 }, /must not be empty/],
-    [null, /expected a string/],
+    // A lease sent as JSON and passed on as text, unparsed: told it is no lease, not a bad name.
+    [JSON.stringify({ name: "job", owner: "a".repeat(32), fence: 12 }), /^Invalid lease to resume: expected lease.owner/],
+    [null, /^Invalid lease to resume: expected lease.owner/],
   ])("refuses to resume a malformed or forged lease %o", (held, message) => {
     expect(configError(() => locks.resume(held as never)).message).toMatch(message);
   });
