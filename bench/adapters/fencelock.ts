@@ -18,7 +18,7 @@ export function fencelockLibrary(endpoint: Endpoint, wake: Wake): Library {
     transport: "http",
     settings: `createLocks({ redis, prefix: "bench" }) with defaults (leaseMs 10 s); acquire(name, { waitMs: 60_000${
       wake === "push" ? ', wake: "push"' : ""
-    } }); ${wake === "poll" ? "default backoff 50, 100, 200 ... 800 ms with jitter, but at most 50 ms per place in line (the first in line looks every 50 ms)" : "SUBSCRIBE stream, retry on message or hinted TTL"}`,
+    } }); ${wake === "poll" ? "default backoff 50, 100, 200 ... 800 ms with jitter, but at most 50 ms per place ahead in line, and 50 ms for the first two (the second is first after the next handover)" : "SUBSCRIBE stream, retry on message or hinted TTL"}`,
     connect: async () => connectFencelock(endpoint, wake),
   };
 }
