@@ -36,8 +36,8 @@ describe("peer dependency ranges", () => {
   // - before 1.36.1 subscribe() splits each read of the event stream on "\n" and drops a line's
   //   remainder: workerd hands a handover to the reader in two reads, so in a Worker every push
   //   wait silently polled (workerd-guard's push test: 3 attempts with 1.35.1-1.36.0, 2 from 1.36.1;
-  //   wake.test.ts reproduces it in Node). Before 1.35.5 it also throws on a payload that is not
-  //   JSON (an "error" event), which test/node/local/subscribe.test.ts runs into.
+  //   wake/push-stream.test.ts reproduces it in Node). Before 1.35.5 it also throws on a payload
+  //   that is not JSON (an "error" event), which test/node/local/subscribe.test.ts runs into.
   it("@upstash/redis: the lowest version the range admits has subscribe() that reads split events, and signal as a function", () => {
     const range = pkg.peerDependencies["@upstash/redis"] ?? "";
     expect(lowerBound(range), `peerDependencies["@upstash/redis"] is ${range}`).toSatisfy(

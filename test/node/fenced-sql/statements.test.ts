@@ -1,5 +1,5 @@
 // The SQL that fenced writes and claims send, and the refusals that keep a statement's fence
-// guard intact; run against real SQLite in ../fenced-sql.test.ts.
+// guard intact; run against real SQLite in stale-fences.test.ts and guards-and-refusals.test.ts.
 import { describe, expect, it } from "vitest";
 import { LockConfigError } from "../../../src/errors.ts";
 import { addFenceColumnSql, fencedClaimSql, fencedWriteSql, sql, type FencedWrite } from "../../../src/fenced-sql.ts";

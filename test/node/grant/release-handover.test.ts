@@ -1,17 +1,16 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { createLocks, type RedisClient } from "../../src/index.ts";
-import { lockKeys } from "../../src/keys.ts";
-import { scriptSha1, type WakeSubscriber } from "../../src/redis.ts";
-import * as scripts from "../../src/scripts.gen.ts";
-import { sleep } from "../../src/wait.ts";
-import { pushWaiter } from "../../src/wake.ts";
-import { countingAcquires } from "../support/counting-client.ts";
-import { droppingResponses, sendingTwice, withFetch } from "../support/fetch-wrappers.ts";
-import { until } from "../support/until.ts";
-import { uniquePrefix, upstash } from "../support/upstash.ts";
+// A release hands the lock straight to the push waiter first in line, and never to one that
+// stopped asking; polling waiters take it on their next look.
+import { describe, expect, it } from "vitest";
+import { lockKeys } from "../../../src/keys.ts";
+import { scriptSha1 } from "../../../src/redis.ts";
+import * as scripts from "../../../src/scripts.gen.ts";
+import { sleep } from "../../../src/wait.ts";
+import { droppingResponses, sendingTwice, withFetch } from "../../support/fetch-wrappers.ts";
+import { lockSet } from "../../support/lock-set.ts";
+import { until } from "../../support/until.ts";
+import { uniquePrefix, upstash } from "../../support/upstash.ts";
 
 const OWNER = "a".repeat(32);
-const lockSet = (prefix: string) => createLocks({ redis: upstash(), prefix });
 
 /** Runs one of our scripts on the real server as the library would, for waiters we steer by hand. */
 function script(prefix: string, run: scripts.LuaScript, args: string[]) {
@@ -25,24 +24,6 @@ async function queue(prefix: string, ticket: string, { queueMs = 2_000 } = {}) {
   expect(held).toBe(0);
 }
 const pushTicket = (id: string) => `${id.padStart(32, "0")}.${OWNER}.10000.70000`;
-
-/** A push waiter's client that counts its acquire attempts and holds its messages back until told. */
-async function lateMessages() {
-  const real = upstash();
-  const { client: counted, attempts } = await countingAcquires(real);
-  const heldBack: (() => void)[] = [];
-  const client: RedisClient = {
-    ...counted,
-    subscribe(channel): WakeSubscriber {
-      const subscriber = real.subscribe(channel);
-      return {
-        on: (type, listener) => subscriber.on(type, type === "message" ? (event) => heldBack.push(() => listener(event)) : listener),
-        unsubscribe: () => subscriber.unsubscribe(),
-      };
-    },
-  };
-  return { client, attempts, heldBack };
-}
 
 describe("release hands the lock to the push waiter first in line", () => {
   it("needs no request from the waiter: the release takes the lock for it", async () => {
@@ -164,63 +145,6 @@ describe("release hands the lock to the push waiter first in line", () => {
     expect((await lockSet(prefix).inspect("gate")).held).toBe(false);
   });
 
-  it("gives a waiter that missed the message the same lease on its next attempt", async () => {
-    const prefix = uniquePrefix("grant-lost");
-    const holder = await lockSet(prefix).acquire("gate");
-    const { client, attempts, heldBack } = await lateMessages(); // its messages never arrive
-    const waiting = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
-    await until(async () => attempts.n === 2, 3_000);
-    await holder.release();
-    await until(async () => heldBack.length === 1, 3_000);
-    const handed = await lockSet(prefix).inspect("gate");
-    const lease = await waiting; // its next attempt, within a second
-    expect(attempts.n).toBe(3);
-    // The same fence and one hold: the attempt found the lock already taken for it.
-    expect(lease.fence).toBe(handed.fence);
-    expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
-    expect(await lease.release()).toBe("released");
-    expect((await lockSet(prefix).inspect("gate")).held).toBe(false);
-  });
-
-  it("never takes a handover that lapsed before its last attempt, however late the message", async () => {
-    const prefix = uniquePrefix("grant-late");
-    const holder = await lockSet(prefix).acquire("gate");
-    const { client, attempts, heldBack } = await lateMessages();
-    const waiting = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 15_000, wake: "push" });
-    await until(async () => attempts.n === 2, 3_000); // the attempt after the stream confirmed
-    await holder.release(); // handed to the waiter; the message is held back
-    await until(async () => heldBack.length === 1, 3_000);
-    // The handover lapses (as if the waiter's isolate froze) and someone else takes the lock.
-    await upstash().del(lockKeys(prefix, "gate").lock);
-    const other = await lockSet(prefix).acquire("gate");
-    await until(async () => attempts.n === 3, 3_000); // the waiter looks again: busy
-    heldBack.splice(0).forEach((deliver) => deliver());
-    expect(await Promise.race([waiting.then(() => "took it"), sleep(300).then(() => "still waiting")])).toBe("still waiting");
-
-    await other.release();
-    const lease = await waiting;
-    expect(lease.fence).toBeGreaterThan(other.fence);
-    expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: true, fence: lease.fence });
-    await lease.release();
-  });
-
-  it("gives back a handover its waiter never saw when the wait is aborted", async () => {
-    const prefix = uniquePrefix("grant-abort");
-    const holder = await lockSet(prefix).acquire("gate");
-    const { client, attempts, heldBack } = await lateMessages();
-    const controller = new AbortController();
-    const waiting = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 15_000, wake: "push", signal: controller.signal });
-    await until(async () => attempts.n === 2, 3_000);
-    await holder.release();
-    await until(async () => heldBack.length === 1, 3_000);
-    expect((await lockSet(prefix).inspect("gate")).held).toBe(true); // handed over, unseen
-    controller.abort(new Error("client went away"));
-    await expect(waiting).rejects.toThrow("client went away");
-    // At once, not when the 10 s lease would have lapsed.
-    await until(async () => !(await lockSet(prefix).inspect("gate")).held, 2_000);
-    expect(await lockSet(prefix).tryAcquire("gate")).not.toBeNull();
-  });
-
   it.each([
     ["sent twice", () => sendingTwice],
     ["whose response was lost", () => droppingResponses(1)],
@@ -236,65 +160,3 @@ describe("release hands the lock to the push waiter first in line", () => {
     expect(Number(await upstash().hget(lockKeys(prefix, "gate").fence, "last"))).toBe(handed.fence);
   });
 });
-
-describe("a push waiter's messages", () => {
-  function waiterHearing(...messages: string[]) {
-    const subscriber: WakeSubscriber = {
-      on(type, listener) {
-        if (type === "subscribe") queueMicrotask(() => listener({}));
-        if (type === "message") setTimeout(() => messages.forEach((message) => listener({ message })), 5);
-      },
-      unsubscribe: async () => undefined,
-    };
-    const unused = () => Promise.reject(new Error("no script runs in these tests"));
-    const redis: RedisClient = { evalsha: unused, eval: unused, subscribe: () => subscriber };
-    return pushWaiter(redis, "c", "T");
-  }
-  const busy = { busyForMs: 5_000, position: 0 };
-  const heard = async (...messages: string[]) => {
-    const waiter = waiterHearing(...messages);
-    await waiter.pause(0, busy, 1_000); // opens the stream
-    const started = performance.now();
-    const fence = await waiter.pause(1, busy, 1_000);
-    return { fence, woke: performance.now() - started < 500 };
-  };
-
-  it("takes the fence from a handover on its channel", async () => {
-    expect(await heard("42")).toEqual({ fence: 42, woke: true });
-  });
-
-  it("ignores malformed fences", async () => {
-    expect(await heard("4.5", "-3", "9007199254740993", "", "T:42", "x")).toEqual({ fence: undefined, woke: false });
-  });
-});
-
-describe("a push waiter's stream", () => {
-  afterEach(() => void vi.useRealTimers());
-
-  it("is opened afresh every minute, so one that died without a word costs at most that", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
-    const seen = { subscribed: 0, unsubscribed: 0 };
-    const subscriber: WakeSubscriber = {
-      on(type, listener) {
-        if (type === "subscribe") queueMicrotask(() => listener({}));
-      },
-      unsubscribe: async () => void (seen.unsubscribed += 1),
-    };
-    const unused = () => Promise.reject(new Error("no script runs in this test"));
-    const redis: RedisClient = { evalsha: unused, eval: unused, subscribe: () => ((seen.subscribed += 1), subscriber) };
-    const waiter = pushWaiter(redis, "c", "T");
-    const busy = { busyForMs: 10_000, position: 0 };
-    // A wait of 70 s: one pause a second, as a waiter with no message sleeps.
-    for (let tries = 0; tries < 70; tries++) {
-      const paused = waiter.pause(tries, busy, 600_000);
-      await vi.advanceTimersByTimeAsync(1_000);
-      await paused;
-    }
-    expect(seen).toEqual({ subscribed: 2, unsubscribed: 1 });
-    const closed = waiter.close(); // a macrotask later, after the caller has its lease
-    await vi.advanceTimersByTimeAsync(0);
-    await closed;
-    expect(seen).toEqual({ subscribed: 2, unsubscribed: 2 });
-  });
-});
-

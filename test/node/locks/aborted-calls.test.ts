@@ -1,0 +1,45 @@
+// acquire and tryAcquire aborted by their signal while an attempt is out: the signal's reason wins.
+import { describe, expect, it } from "vitest";
+import { createLocks, type Locks } from "../../../src/index.ts";
+import { delayingResponses, withFetch } from "../../support/fetch-wrappers.ts";
+import { lockSet } from "../../support/lock-set.ts";
+import { uniquePrefix, upstash } from "../../support/upstash.ts";
+
+describe("an aborted call", () => {
+  // The only attempt's reply arrives 600 ms later: past waitMs, and after the abort.
+  it.each([
+    [
+      "acquire, when it aborts during the last attempt (not LockTimeoutError)",
+      (locks: Locks, signal: AbortSignal) => locks.acquire("job", { waitMs: 200, signal }),
+    ],
+    [
+      "tryAcquire, when it aborts while the attempt finds the lock busy (not null)",
+      (locks: Locks, signal: AbortSignal) => locks.tryAcquire("job", { signal }),
+    ],
+  ])("rejects %s with the signal's reason", async (_, call) => {
+    const prefix = uniquePrefix("abort-last");
+    const holder = await lockSet(prefix).acquire("job");
+    const locks = lockSet(prefix);
+    await (await locks.tryAcquire("warm"))?.release(); // scripts loaded
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("client went away")), 100);
+    const outcome = await withFetch(delayingResponses(600, 1), () => call(locks, controller.signal).catch((error: unknown) => error));
+    expect(controller.signal.aborted).toBe(true);
+    expect(outcome).toBe(controller.signal.reason);
+    await holder.release();
+  });
+});
+
+describe("an aborted call while Redis is too slow to answer", () => {
+  it("rejects with the signal's reason, not with LockUnavailableError from the attempt that was out", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("abort-slow"), timeoutMs: 500 });
+    await (await locks.tryAcquire("warm"))?.release(); // scripts loaded
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("client went away")), 100);
+    // Redis answers after 2 s: the attempt out at the abort then fails by timeoutMs.
+    const outcome = await withFetch(delayingResponses(2_000), () =>
+      locks.acquire("job", { waitMs: 5_000, signal: controller.signal }).catch((error: unknown) => error));
+    expect(controller.signal.aborted).toBe(true);
+    expect(outcome).toBe(controller.signal.reason);
+  });
+});

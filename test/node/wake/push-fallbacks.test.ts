@@ -1,0 +1,105 @@
+// A push wait when the stream lets it down (confirmed late, messages lost, never confirmed, no
+// subscribe at all) or no message will come: it still gets the lock, soon after it is free.
+import { describe, expect, it } from "vitest";
+import { createLocks, type RedisClient } from "../../../src/index.ts";
+import { scriptSha1 } from "../../../src/redis.ts";
+import * as scripts from "../../../src/scripts.gen.ts";
+import { sleep } from "../../../src/wait.ts";
+import { heldLock } from "../../support/lock-set.ts";
+import { observedRedis } from "../../support/observed-redis.ts";
+import { uniquePrefix, upstash } from "../../support/upstash.ts";
+
+describe("push wake-ups", () => {
+  it("catches a release that happens before the subscription is confirmed", async () => {
+    const prefix = uniquePrefix("push-early");
+    const holder = await heldLock(prefix);
+    const { client } = observedRedis({ confirmAfterMs: 400 });
+    setTimeout(() => void holder.release(), 150);
+    const started = performance.now();
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    // Not the holder's 10 s TTL: the attempt right after confirmation found the lock free.
+    expect(performance.now() - started).toBeLessThan(3_000);
+    await lease.release();
+  });
+
+  it("falls back to the holder's TTL when the message is lost", async () => {
+    const prefix = uniquePrefix("push-lost");
+    const holder = await heldLock(prefix, 1_000);
+    const { client } = observedRedis({ dropMessages: true });
+    setTimeout(() => void holder.release(), 100);
+    const started = performance.now();
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThan(600); // it did sleep on the hinted TTL...
+    expect(waited).toBeLessThan(4_000); // ...and not the whole waitMs
+    await lease.release();
+  });
+
+  it("keeps looking at least every second while its stream never confirms", async () => {
+    const prefix = uniquePrefix("push-unconfirmed");
+    const holder = await heldLock(prefix);
+    const { client } = observedRedis({ neverConfirm: true });
+    setTimeout(() => void holder.release(), 300);
+    const started = performance.now();
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    // Not the whole waitMs: the release handed it the lock, and its next look found it.
+    expect(performance.now() - started).toBeLessThan(3_000);
+    await lease.release();
+  });
+
+  it("polls with backoff, not at once, when the client cannot subscribe", async () => {
+    const prefix = uniquePrefix("push-nostream");
+    const holder = await heldLock(prefix);
+    const real = upstash();
+    const sentAt: number[] = [];
+    // A client of its own with the two calls fencelock needs, and no SUBSCRIBE.
+    const client: RedisClient = {
+      evalsha: (sha, keys, args) => (sentAt.push(performance.now()), real.evalsha(sha, keys, args)),
+      eval: (script, keys, args) => real.eval(script, keys, args),
+    };
+    setTimeout(() => void holder.release(), 500);
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    await lease.release();
+    expect((sentAt[1] ?? 0) - (sentAt[0] ?? 0)).toBeGreaterThanOrEqual(40); // the shortest backoff is 50 ms
+  });
+
+  it("gets a lock that expires without a release", async () => {
+    const prefix = uniquePrefix("push-expiry");
+    await heldLock(prefix, 600);
+    const { client } = observedRedis();
+    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 5_000, wake: "push" });
+    expect(lease.fence).toBeGreaterThan(0);
+    await lease.release();
+  });
+
+  it("looks again within 50 ms, not after a second, when a hold it took came too late to use", async () => {
+    const prefix = uniquePrefix("push-late");
+    await heldLock(prefix, 600); // expires without a release: no message will come
+    const real = upstash();
+    const [acquireSha1, leaveSha1] = await Promise.all([scriptSha1(scripts.acquire), scriptSha1(scripts.leave)]);
+    const sent: { script: string; at: number }[] = [];
+    let slowed = false;
+    const client: RedisClient = {
+      async evalsha(sha, keys, args) {
+        sent.push({ script: sha === acquireSha1 ? "acquire" : sha === leaveSha1 ? "leave" : "other", at: performance.now() });
+        const reply = await real.evalsha(sha, keys, args);
+        // The first attempt to find the lock free gets its reply after 380 of its 400 ms: given back.
+        if (sha === acquireSha1 && Array.isArray(reply) && reply[0] === 1 && !slowed) {
+          slowed = true;
+          await sleep(380);
+        }
+        return reply;
+      },
+      eval: (script, keys, args) => real.eval(script, keys, args),
+      subscribe: (channel) => real.subscribe(channel),
+    };
+    const lease = await createLocks({ redis: client, prefix, leaseMs: 400 }).acquire("gate", { waitMs: 5_000, wake: "push" });
+    await lease.release();
+    const gaveBack = sent.findIndex((call) => call.script === "leave");
+    expect(gaveBack).toBeGreaterThan(0);
+    const next = sent.slice(gaveBack + 1).find((call) => call.script === "acquire");
+    expect(next).toBeDefined();
+    // The lock is free: waiting for a message (a second) would be waiting for nothing.
+    expect((next?.at ?? 0) - (sent[gaveBack]?.at ?? 0)).toBeLessThan(500);
+  });
+});
