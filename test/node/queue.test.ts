@@ -1,12 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { createLocks, type Lease } from "../../src/index.ts";
+import type { Lease } from "../../src/index.ts";
 import { lockKeys } from "../../src/keys.ts";
 import * as scripts from "../../src/scripts.gen.ts";
 import { sleep } from "../../src/wait.ts";
+import { lockSet } from "../support/lock-set.ts";
 import { until } from "../support/until.ts";
 import { uniquePrefix, upstash } from "../support/upstash.ts";
-
-const lockSet = (prefix: string) => createLocks({ redis: upstash(), prefix });
 
 describe.each(["poll", "push"] as const)("waiting in line (%s)", (wake) => {
   it("hands the lock to waiters in the order they arrived", async () => {

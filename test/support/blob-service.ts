@@ -4,12 +4,12 @@ import { requireFence, type FenceVariables } from "../../src/hono.ts";
 import { uniquePrefix, upstash } from "./upstash.ts";
 
 /** A blob service whose writes are checked by fence, over the real store and Redis. */
-export function blobService(options: { claim?: boolean } = {}) {
+export function blobService() {
   const redis = upstash();
   const prefix = uniquePrefix("blobs");
   const store = createFencedStore({ redis, prefix });
   const app = new Hono<{ Variables: FenceVariables }>();
-  app.put("/blobs/:id", requireFence({ store, resource: (c) => c.req.param("id"), ...options }), async (c) => {
+  app.put("/blobs/:id", requireFence({ store, resource: (c) => c.req.param("id") }), async (c) => {
     const fence = c.get("fence");
     if (c.req.query("overtaken")) await store.claim(c.req.param("id"), fence + 5); // a newer holder got in
     await store.write(c.req.param("id"), await c.req.text(), fence);

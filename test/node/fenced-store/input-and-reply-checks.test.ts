@@ -12,7 +12,7 @@ import { uniquePrefix, upstash } from "../../support/upstash.ts";
 describe("fenced store", () => {
   // The last two are safe integers, but later than any lease could have minted (an hour ahead of now, in µs).
   const future = (Date.now() + 2 * 3_600_000) * 1000;
-  it.each([0, -1, 1.5, 2 ** 53, Number.NaN, "12", null, 2 ** 53 - 1, future])("refuses the malformed fence %s before any request", async (fence) => {
+  it.each([0, -1, 1.5, 2 ** 53, Number.NaN, "12", null, 2 ** 53 - 1, future])("refuses the malformed fence #%# (%s) before any request", async (fence) => {
     const { store } = setup("malformed");
     await expect(store.write("doc", 1, fence as number)).rejects.toBeInstanceOf(LockConfigError);
     await expect(store.claim("doc", fence as number)).rejects.toBeInstanceOf(LockConfigError);

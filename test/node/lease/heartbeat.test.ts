@@ -50,7 +50,7 @@ describe("validity on the client", () => {
     const held = await createLocks({ redis: upstash(), prefix }).inspect("job");
     expect(leftBefore).toBeGreaterThan(0); // the deadline it had before the heartbeat has not come
     expect(held.held).toBe(true); // nor has the lock's TTL: nobody else can take it
-    expect(outcome).toBe("ok"); // fails: LockLostError "it lapsed before a heartbeat extended it"
+    expect(outcome).toBe("ok"); // was LockLostError "it lapsed before a heartbeat extended it"
     expect(inner.remainingMs()).toBeGreaterThan(0);
     await inner.release();
     await outer.release();
