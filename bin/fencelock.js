@@ -79,6 +79,17 @@ async function dev(args) {
   await server.close();
 }
 
+/** startLocalUpstash()'s options, by the flags that set them. */
+const FLAGS = { redisUrl: "--redis-url", port: "--port", host: "--host", token: "--token" };
+
+/** An error in the words of this command: "startLocalUpstash: token: ..." names the flag, "--token: ...". */
+function describe(error) {
+  const message = error?.message ?? String(error);
+  if (error?.code !== "BAD_OPTIONS") return message;
+  return message.replace(/^startLocalUpstash: /, "")
+    .replace(/(^|; )(\w+):/g, (all, separator, key) => (FLAGS[key] ? `${separator}${FLAGS[key]}:` : all));
+}
+
 function redact(url) {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
 }
@@ -96,7 +107,7 @@ main(process.argv.slice(2)).then(
     // Options startLocalUpstash refuses (a bad --token, an empty --host) are usage errors too.
     const usage = error instanceof UsageError || error?.code === "BAD_OPTIONS" ||
       error?.code?.startsWith?.("ERR_PARSE_ARGS");
-    console.error(`fencelock: ${error?.message ?? error}${usage ? `\n\n${USAGE}` : ""}`);
+    console.error(`fencelock: ${describe(error)}${usage ? `\n\n${USAGE}` : ""}`);
     process.exit(usage ? 2 : 1);
   },
 );

@@ -1,6 +1,7 @@
 import * as z from "zod/mini";
 import { describeIssue } from "../options.ts";
 import { LocalUpstashError } from "./errors.ts";
+import { isRedisUrl, REDIS_URL_SHAPE } from "./redis-failure.ts";
 import type { LocalUpstashOptions } from "./index.ts";
 
 const port = z.number("expected a port number").check(
@@ -14,7 +15,7 @@ const port = z.number("expected a port number").check(
  * a random one, and every client given the intended token would be refused with 401.
  */
 const localUpstashSchema = z.strictObject({
-  redisUrl: z.optional(z.string("expected a Redis URL such as redis://127.0.0.1:6379")),
+  redisUrl: z.optional(z.string("expected a Redis URL such as redis://127.0.0.1:6379").check(z.refine(isRedisUrl, REDIS_URL_SHAPE))),
   port: z.optional(port),
   host: z.optional(z.string("expected a host name or address").check(z.minLength(1, "expected a host name or address"))),
   // A client sends "Authorization: Bearer <token>": a token that is empty, or has whitespace or

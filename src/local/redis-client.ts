@@ -1,5 +1,5 @@
 import { Redis, type RedisOptions } from "ioredis";
-import { checkRedisUrl, noReplyFailure, startupFailure } from "./redis-failure.ts";
+import { noReplyFailure, startupFailure } from "./redis-failure.ts";
 
 const RECONNECT_DELAY_MS = 100;
 /** From the TCP connect to the ready check's answer. */
@@ -30,7 +30,6 @@ const FAIL_FAST: RedisOptions = {
 
 /** Opens an ioredis connection and waits until it is ready; RedisUnavailableError when it cannot. */
 export async function connectRedis(url: string): Promise<Redis> {
-  checkRedisUrl(url);
   return ready(new Redis(url, FAIL_FAST), redactUrl(url));
 }
 

@@ -30,13 +30,12 @@ export function noReplyFailure(where: string, waitedMs: number): RedisUnavailabl
   );
 }
 
-/** A URL ioredis would misread (it takes "not a url" as a socket path): refused before connecting. */
-export function checkRedisUrl(url: string): void {
-  // ioredis also takes an absolute path as a Unix socket.
-  if (url.startsWith("/") || /^rediss?:\/\//i.test(url)) return;
-  throw new RedisUnavailableError(
-    "the Redis URL must look like redis://[[user]:password@]host:port[/db], rediss://... (TLS) or a Unix socket path",
-  );
+export const REDIS_URL_SHAPE =
+  "must look like redis://[[user]:password@]host:port[/db], rediss://... (TLS) or a Unix socket path";
+
+/** Whether ioredis reads `url` as meant: it takes "not a url" as a socket path, as it does an absolute path. */
+export function isRedisUrl(url: string): boolean {
+  return url.startsWith("/") || /^rediss?:\/\//i.test(url);
 }
 
 /** ioredis' own words for "no connection", which name its options rather than what happened. */

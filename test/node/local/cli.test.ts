@@ -95,8 +95,14 @@ describe("fencelock dev", () => {
   it.each([["an empty --token", ""], ["a --token with a space", "a b"], ["a --token a header cannot carry", "токен"]])("refuses %s with a usage error (exit 2)", async (_, token) => {
     const run = fencelock("dev", "--token", token);
     expect(await run.exited).toBe(2);
-    expect(run.output().stderr).toMatch(/token: expected one or more visible ASCII characters \(no spaces\)[\s\S]*Usage:/);
+    expect(run.output().stderr).toMatch(/^fencelock: --token: expected one or more visible ASCII characters \(no spaces\)\n[\s\S]*Usage:/);
     expect(run.output().stdout).toBe("");
+  });
+
+  it.each([["localhost:6379"], ["http://127.0.0.1:6379"]])("refuses --redis-url %j, which is no Redis URL, with a usage error (exit 2)", async (url) => {
+    const run = fencelock("dev", "--redis-url", url);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toMatch(/^fencelock: --redis-url: must look like redis:\/\/[\s\S]*Usage:/);
   });
 });
 
@@ -113,6 +119,15 @@ describe("startLocalUpstash", () => {
     await expect(startLocalUpstash({ port: port as never })).rejects.toMatchObject({
       name: "LocalUpstashError", code: "BAD_OPTIONS", message: expect.stringMatching(/^startLocalUpstash: port: expected/),
     });
+  });
+
+  it("refuses a Redis URL that is not one, instead of trying it as a socket path", async () => {
+    for (const redisUrl of ["localhost:6379", "http://127.0.0.1:6379"]) {
+      await expect(startLocalUpstash({ redisUrl })).rejects.toMatchObject({
+        code: "BAD_OPTIONS",
+        message: expect.stringMatching(/^startLocalUpstash: redisUrl: must look like redis:\/\//),
+      });
+    }
   });
 
   it.each([[{ host: "" }], [{ host: 5 }], [{ redisUrl: 6379 }], ["redis://localhost"]])("refuses %j before it starts anything", async (options) => {
