@@ -94,4 +94,16 @@ describe("the timer behind a lease's signal", () => {
     expect(signal.reason.message).toMatch(/lapsed before a heartbeat extended it/);
     await lease.release();
   });
+
+  it("starts the timer of a resumed lease's signal, read before any heartbeat, at its first one", async () => {
+    const prefix = uniquePrefix("timer-resumed");
+    const first = await createLocks({ redis: upstash(), prefix, leaseMs: 300 }).acquire("job");
+    const resumed = createLocks({ redis: upstash(), prefix, leaseMs: 300 }).resume(first);
+    const { signal } = resumed; // no deadline yet: nothing to time
+    await resumed.heartbeat();
+    await resumed.heartbeat();
+    await new Promise((resolve) => signal.addEventListener("abort", resolve));
+    expect(resumed.remainingMs()).toBe(0);
+    expect(signal.reason.message).toMatch(/lapsed before a heartbeat extended it/);
+  });
 });
