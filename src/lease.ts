@@ -81,20 +81,17 @@ export class Lease implements AsyncDisposable {
   async heartbeat(): Promise<void> {
     this.#throwIfLost();
     const sentAt = performance.now();
-    const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs);
-    if (ttlMs === null) {
-      this.#end("it expired or passed to another holder");
-      throw this.#lostError();
-    }
-    // Also when it lapsed here while the heartbeat was on its way, its signal watched or not:
-    // lost stays lost. And when the reply came too late to leave any time of the extension it
-    // reports (a resumed lease has no deadline of its own before this).
-    this.#throwIfLost();
+    // Lost stays lost: a lease that lapsed or was released here while the heartbeat was on its way,
+    // its signal watched or not, is lost whatever came back, a failed request too (as its signal says).
+    const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs).finally(() => this.#throwIfLost());
+    const confirmed = this.#validUntil;
+    if (ttlMs === null) this.#end("it expired or passed to another holder");
     // Never sooner than the deadline it had: a heartbeat that finds the TTL longer than its leaseMs
     // (another hold's) leaves it as it is, and that TTL counted from sentAt ends sooner than the
     // one the deadline came from, though the lock never held less (Redis never shortens it).
-    const confirmed = this.#validUntil;
-    this.#validUntil = Math.max(sentAt + ttlMs - driftMs(ttlMs), confirmed ?? 0);
+    else this.#validUntil = Math.max(sentAt + ttlMs - driftMs(ttlMs), confirmed ?? 0);
+    // Lost, or the reply came too late to leave any time of the extension it reports (a resumed
+    // lease has no deadline of its own before this).
     this.#throwIfLost();
     // The timer already running sees the new deadline when it fires; only a resumed lease's
     // signal, read before its first heartbeat, has none yet.
