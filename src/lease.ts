@@ -81,21 +81,21 @@ export class Lease implements AsyncDisposable {
   async heartbeat(): Promise<void> {
     this.#throwIfLost();
     const sentAt = performance.now();
-    const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs);
-    if (ttlMs === null) {
-      this.#end("it expired or passed to another holder");
-      throw this.#lostError();
-    }
-    // Also when it lapsed here while the heartbeat was on its way, its signal watched or not:
-    // lost stays lost. And when the reply came too late to leave any time of the extension it
-    // reports (a resumed lease has no deadline of its own before this).
-    this.#throwIfLost();
+    // Lost stays lost: a lease that lapsed or was released here while the heartbeat was on its way,
+    // its signal watched or not, is lost whatever came back, a failed request too (as its signal says).
+    const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs).finally(() => this.#throwIfLost());
+    const confirmed = this.#validUntil;
+    if (ttlMs === null) this.#end("it expired or passed to another holder");
     // Never sooner than the deadline it had: a heartbeat that finds the TTL longer than its leaseMs
     // (another hold's) leaves it as it is, and that TTL counted from sentAt ends sooner than the
     // one the deadline came from, though the lock never held less (Redis never shortens it).
-    this.#validUntil = Math.max(sentAt + ttlMs - driftMs(ttlMs), this.#validUntil ?? 0);
+    else this.#validUntil = Math.max(sentAt + ttlMs - driftMs(ttlMs), confirmed ?? 0);
+    // Lost, or the reply came too late to leave any time of the extension it reports (a resumed
+    // lease has no deadline of its own before this).
     this.#throwIfLost();
-    if (this.#controller) this.#watch();
+    // The timer already running sees the new deadline when it fires; only a resumed lease's
+    // signal, read before its first heartbeat, has none yet.
+    if (this.#controller && confirmed === undefined) this.#watch();
   }
 
   /**
@@ -138,16 +138,13 @@ export class Lease implements AsyncDisposable {
     return (this.#lost ??= new LockLostError(this.name, this.fence, this.#lostWhy!));
   }
 
-  // A timeout signal keeps no process alive. A timer can fire a little before
-  // performance.now() reaches the deadline, so it looks again (a lease lost meanwhile has no
-  // time left, and #end keeps the first reason); one left over from before a heartbeat sees a
-  // newer deadline and stops.
+  // A timeout signal keeps no process alive, and cannot be cleared: one runs at a time, so a
+  // lease that heartbeats often leaves at most one behind. Firing at a deadline a heartbeat has
+  // since moved, or a little before performance.now() reaches it, it waits on for the rest (a
+  // lease lost meanwhile has no time left, and #end keeps the first reason).
   #watch(): void {
     const waitMs = Math.ceil(this.remainingMs());
     if (!waitMs) return this.#end("it lapsed before a heartbeat extended it");
-    const deadline = this.#validUntil;
-    AbortSignal.timeout(waitMs).addEventListener("abort", () => {
-      if (this.#validUntil === deadline) this.#watch();
-    });
+    AbortSignal.timeout(waitMs).addEventListener("abort", () => this.#watch());
   }
 }
