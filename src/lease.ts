@@ -85,10 +85,10 @@ export class Lease implements AsyncDisposable {
     // its signal watched or not, is lost whatever came back, a failed request too (as its signal says).
     const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs).finally(() => this.#throwIfLost());
     const confirmed = this.#validUntil;
+    // Else never sooner than the deadline it had: a heartbeat that finds the TTL longer than its
+    // leaseMs (another hold's) leaves it as it is, and that TTL counted from sentAt ends sooner than
+    // the one the deadline came from, though the lock never held less (Redis never shortens it).
     if (ttlMs === null) this.#end("it expired or passed to another holder");
-    // Never sooner than the deadline it had: a heartbeat that finds the TTL longer than its leaseMs
-    // (another hold's) leaves it as it is, and that TTL counted from sentAt ends sooner than the
-    // one the deadline came from, though the lock never held less (Redis never shortens it).
     else this.#validUntil = Math.max(sentAt + ttlMs - driftMs(ttlMs), confirmed ?? 0);
     // Lost, or the reply came too late to leave any time of the extension it reports (a resumed
     // lease has no deadline of its own before this).

@@ -90,7 +90,7 @@ describe("the timer behind a lease's signal", () => {
     await new Promise((resolve) => signal.addEventListener("abort", resolve));
     expect(lease.remainingMs()).toBe(0);
     expect(performance.now() - deadline).toBeGreaterThanOrEqual(-1);
-    expect(performance.now() - deadline).toBeLessThan(150);
+    expect(performance.now() - deadline).toBeLessThan(1_000); // a timer may come late on a busy machine
     expect(signal.reason.message).toMatch(/lapsed before a heartbeat extended it/);
     await lease.release();
   });
