@@ -18,8 +18,8 @@ export interface Busy {
  * so a free lock does not sit idle while its next holder sleeps, and so does the second, which
  * is first after the next handover (one that slept 100 ms there left the lock idle ~50 ms a
  * handover, where 50 ms looks take ~30: 18 critical sections a second became 25 with 8 waiters).
- * Never more than 50 ms past the holder's remaining TTL, never past the wait budget, with jitter
- * so that waiters do not retry in step.
+ * Never more than 50 ms past the holder's remaining TTL, never past the wait budget; with jitter
+ * above the 50 ms floor, so that waiters further back do not retry in step.
  */
 export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, budgetMs: number, random = Math.random): number {
   const cap = Math.min(MAX_RETRY_MS, MIN_RETRY_MS * Math.max(position, 1));
