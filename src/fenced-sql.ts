@@ -26,7 +26,7 @@ export interface SqlPreparedStatement {
 export type FencedSqlOutcome = { accepted: true } | { accepted: false; reason: "guard" | "missing" };
 
 export interface FencedSqlOptions {
-  /** "$n" when `db` wraps a Postgres driver; default "?". */
+  /** "$n" when `db` wraps a Postgres driver (with "?" Postgres sees a syntax error); default "?". */
   placeholders?: Placeholders;
 }
 
@@ -35,7 +35,8 @@ export interface FencedSqlOptions {
  * database in one statement. A stale fence rejects with StaleFenceError (the caller's lease is
  * gone, its work must stop); a failed `where` guard or a missing row is returned, not thrown.
  * Bad names, values, fences or options reject with LockConfigError before anything is sent; a
- * key that matches several rows rejects with it after a statement that wrote none of them.
+ * key that matches several rows rejects with it after a statement that wrote none of them. On
+ * Postgres a value of the wrong type for where it stands rejects with the driver's error.
  *
  * @example
  * // once: CREATE TABLE events (id TEXT PRIMARY KEY, remaining INTEGER NOT NULL, fence BIGINT NOT NULL DEFAULT 0)

@@ -20,8 +20,10 @@ const templates = new WeakMap<object, Template>();
 
 /**
  * Marks literal SQL text as an expression for `set` or `where`. Interpolated `${values}`
- * become bound parameters, never text. The text must stand alone as one expression (no `;`,
- * comments, placeholders, backslashes or unbalanced parentheses), so it can never switch off the fence guard.
+ * become bound parameters, never text; Postgres types each by where it stands, so one with
+ * nothing to type it by needs a cast: sql`${a}::int + ${b}::int`. The text must stand alone as
+ * one expression (no `;`, comments, placeholders, backslashes or unbalanced parentheses), so it
+ * can never switch off the fence guard.
  *
  * @example
  * set: { remaining: sql`remaining - ${quantity}` }, where: sql`remaining >= ${quantity}`

@@ -13,6 +13,7 @@ export interface SqlStatement {
 
 /** One row of a table with a `fence BIGINT NOT NULL DEFAULT 0` column, found by its primary or unique key. */
 export interface FencedRow {
+  /** Quoted, as every name here, so Postgres matches it case-sensitively: pass it as stored (lower case unless created quoted). */
   table: string;
   /** Column(s) and value(s) of the row's primary or unique key, e.g. `{ id: "evt-1" }`: a key that matches several rows writes none. */
   key: Record<string, SqlValue>;
@@ -27,7 +28,11 @@ export interface FencedUpdate extends FencedRow {
   upsert?: false;
 }
 
-/** Inserts the row when missing, else updates it; plain values only, since a new row has nothing to compute from. */
+/**
+ * Inserts the row when missing, else updates it; plain values only, since a new row has nothing to compute from.
+ * `key` must be exactly the columns of the primary key or a unique constraint: ON CONFLICT needs one, and
+ * SQLite and Postgres refuse the statement without it.
+ */
 export interface FencedUpsert extends FencedRow {
   set: Record<string, SqlValue>;
   where?: never;
@@ -36,7 +41,7 @@ export interface FencedUpsert extends FencedRow {
 
 export type FencedWrite = FencedUpdate | FencedUpsert;
 
-/** Registers the fence on the row before a read-modify-write; `upsert` creates the row (other columns need defaults). */
+/** Registers the fence on the row before a read-modify-write; `upsert` creates the row (other columns need defaults; the key, a unique one). */
 export interface FencedClaim extends FencedRow {
   upsert?: boolean;
 }
