@@ -5,15 +5,7 @@ import { addFenceColumnSql, type SqlValue } from "../../src/fenced-sql.ts";
 import { startWorker, type StartedWorker } from "../../scripts/worker-runtime.ts";
 import type { Reply, RpcRequest } from "../workers/sql/worker.ts";
 
-// Fences as leases mint them: time-floored microseconds, far above 2^32.
-export const F = 1_785_000_000_000_000;
-
-export interface Row {
-  id: string;
-  value: string | null;
-  remaining: number;
-  fence: number;
-}
+import type { Row } from "./fenced-rows.ts";
 type RpcError = Extract<Reply, { ok: false }>["error"];
 
 let worker: StartedWorker | undefined;

@@ -6,8 +6,9 @@ import { LockConfigError } from "../../../src/errors.ts";
 import { addFenceColumnSql, fencedClaim, fencedWrite, type SqlDatabase } from "../../../src/fenced-sql.ts";
 import type { RpcRequest } from "../../workers/sql/worker.ts";
 import {
-  call, claim, decrement, F, ok, refused, rows, startSqlWorker, stopSqlWorker, table, write,
+  call, claim, decrement, ok, refused, rows, startSqlWorker, stopSqlWorker, table, write,
 } from "../../support/sql-worker.ts";
+import { F } from "../../support/fenced-rows.ts";
 
 beforeAll(startSqlWorker);
 afterAll(stopSqlWorker);

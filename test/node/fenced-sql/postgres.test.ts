@@ -9,12 +9,9 @@ import {
   addFenceColumnSql, fencedClaim, fencedClaimSql, fencedWrite, fencedWriteSql, sql,
   type FencedUpdate, type FencedUpsert, type SqlDatabase, type SqlPreparedStatement, type SqlStatement, type SqlValue,
 } from "../../../src/fenced-sql.ts";
+import { F, type Row } from "../../support/fenced-rows.ts";
 
-// Fences as leases mint them: time-floored microseconds, far above 2^32.
-const F = 1_785_000_000_000_000;
 const $n = { placeholders: "$n" } as const;
-
-interface Row { id: string; value: string | null; remaining: number; fence: number }
 
 let pg: PGlite;
 let db: SqlDatabase;

@@ -3,8 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Reply } from "../../workers/sql/worker.ts";
 import {
-  call, claim, F, ok, refused, rows, startSqlWorker, stopSqlWorker, table, write, type Row,
+  call, claim, ok, refused, rows, startSqlWorker, stopSqlWorker, table, write,
 } from "../../support/sql-worker.ts";
+import { F, type Row } from "../../support/fenced-rows.ts";
 
 beforeAll(startSqlWorker);
 afterAll(stopSqlWorker);

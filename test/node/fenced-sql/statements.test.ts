@@ -3,9 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { LockConfigError } from "../../../src/errors.ts";
 import { addFenceColumnSql, fencedClaimSql, fencedWriteSql, sql, type FencedWrite } from "../../../src/fenced-sql.ts";
+import { F } from "../../support/fenced-rows.ts";
 
-// Fences as leases mint them: time-floored microseconds, far above 2^32.
-const F = 1_785_000_000_000_000;
 
 describe("fenced SQL text", () => {
   const ticket: FencedWrite = {
