@@ -8,7 +8,8 @@
 --      queueMs (how long the ticket stays queued without another attempt; 0 = do not queue)
 -- Reply (always four integers) {1, fence, holds, ttlMs} when held by the caller,
 --       {0, ttlMs, position, newest} when busy (ttlMs 0: free but promised to an earlier
---       waiter; position: the caller's place in the queue, -1 when not queued; newest: no
+--       waiter; below 0: free, but the clock must first pass the last fence, in -ttlMs;
+--       position: the caller's place in the queue, -1 when not queued; newest: no
 --       lower than any fence minted so far, so a push waiter can tell a handover after this
 --       attempt from one before it, which this attempt shows has lapsed).
 local lock, fenceKey, queue, alive = unpack(KEYS)
@@ -66,10 +67,16 @@ if not cur[1] then
       return waitInLine(0, math.max(last, nowUs))
     end
   end
-  leaveLine()
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
-  local newFence = string.format('%d', math.max(last + 1, nowUs))
+  local minted = math.max(last + 1, nowUs)
+  -- Never more than 1 s ahead of this clock, so a failover that loses this fence and comes more
+  -- than 1 s (plus the new clock's lag) later mints above it. Until then: busy, for -ms.
+  if minted > nowUs + 1000000 then
+    return waitInLine(-math.ceil((minted - nowUs - 1000000) / 1000), last)
+  end
+  leaveLine()
+  local newFence = string.format('%d', minted)
   redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, 1)
   redis.call('PEXPIRE', lock, leaseMs)
   redis.call('HSET', fenceKey, 'last', newFence)

@@ -49,11 +49,13 @@ if cur[1] == owner and cur[2] == fence then
     -- Only to a waiter still asking: the sweep takes at most 100, and a place evicted from alive
     -- says nothing of when its waiter stopped. Handed the lock, one that stopped would hold it
     -- for its whole lease; passed over, it leaves the lock free for the next look of those behind.
-    if ticket and tonumber(redis.call('ZSCORE', alive, head) or 0) > nowMs then
+    local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
+    local minted = math.max(last + 1, nowUs)
+    -- As acquire.lua: never a fence more than 1 s ahead of this clock.
+    if ticket and minted <= nowUs + 1000000 and tonumber(redis.call('ZSCORE', alive, head) or 0) > nowMs then
       -- Taken as acquire.lua takes it, marked with the waiter's ticket so that its own next
       -- attempt (the message was lost) finds it held, and leave.lua can give it back.
-      local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
-      local newFence = string.format('%d', math.max(last + 1, nowUs))
+      local newFence = string.format('%d', minted)
       redis.call('HSET', lock, 'owner', heir, 'fence', newFence, 'holds', 1, 'q:' .. head, 1)
       redis.call('PEXPIRE', lock, leaseMs)
       redis.call('HSET', fenceKey, 'last', newFence)

@@ -13,6 +13,8 @@ export type Run = (script: scripts.LuaScript, name: string, args: (string | numb
 export interface BusyAttempt extends Busy {
   /** No lower than any fence minted before the attempt ran; a handover with a higher one came after it. */
   readonly newestFence: number;
+  /** Above 0: the lock is free, but Redis's clock must catch up with its last fence for this long first. */
+  readonly clockBehindMs?: number;
 }
 
 /** The Redis side of a lease: heartbeat and release, each one script. */
@@ -37,7 +39,9 @@ export function attemptAcquire(run: Run, backend: LeaseBackend) {
     const sentAt = performance.now();
     const args = [owner, ticket, leaseMs, leaseMs + RETRY_WINDOW_MS, queueMs];
     const [held, fenceOrTtl, holdsOrPosition, ttlOrNewestFence] = await run(scripts.acquire, name, args, owner);
-    if (held !== 1) return { busyForMs: Math.max(0, fenceOrTtl), position: holdsOrPosition, newestFence: ttlOrNewestFence };
+    if (held !== 1) {
+      return { busyForMs: Math.max(0, fenceOrTtl), clockBehindMs: -fenceOrTtl, position: holdsOrPosition, newestFence: ttlOrNewestFence };
+    }
     // Only data under the prefix that is not fencelock's could hold such a fence.
     if (fenceOrTtl <= 0) throw unexpectedReply(scripts.acquire);
     // A join may find the lock with more TTL than leaseMs; the drift allowance grows with it.

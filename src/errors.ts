@@ -72,8 +72,27 @@ export class LockConfigError extends LockError {
  * the outcome is unknown: an acquire may have landed and will then lapse on its own.
  */
 export class LockUnavailableError extends LockError {
-  override readonly name = "LockUnavailableError";
-  constructor(message: string) {
-    super("LOCK_UNAVAILABLE", message);
+  override readonly name: string = "LockUnavailableError";
+  constructor(message: string, code = "LOCK_UNAVAILABLE") {
+    super(code, message);
+  }
+}
+
+/**
+ * The lock is free, but Redis's clock is behind its last fence (a failover to a server whose clock
+ * lags, or a clock stepped back). No fence is minted more than 1 s ahead of the clock, so that a
+ * later failover cannot mint it again: retry after `retryAfterMs`.
+ */
+export class ClockBehindError extends LockUnavailableError {
+  override readonly name = "ClockBehindError";
+  declare readonly lockName: string;
+  declare readonly retryAfterMs: number;
+  constructor(lockName: string, retryAfterMs: number) {
+    super(
+      `Lock "${lockName}" is free, but the Redis clock is ${retryAfterMs} ms behind its last fence; retry then.`,
+      "CLOCK_BEHIND",
+    );
+    this.lockName = lockName;
+    this.retryAfterMs = retryAfterMs;
   }
 }

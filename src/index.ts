@@ -8,4 +8,5 @@ export type { RedisClient } from "./redis.ts";
 export type { LocksOptions, AcquireOptions, TryAcquireOptions, FencedStoreOptions } from "./options.ts";
 export {
   LockError, LockTimeoutError, LockLostError, StaleFenceError, LockConfigError, LockUnavailableError,
+  ClockBehindError,
 } from "./errors.ts";

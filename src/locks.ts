@@ -1,5 +1,5 @@
 import { attemptAcquire, leaseBackend, type Run } from "./attempt.ts";
-import { LockConfigError, LockTimeoutError, LockUnavailableError } from "./errors.ts";
+import { ClockBehindError, LockConfigError, LockTimeoutError, LockUnavailableError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
 import { checkName, lockKeys, newToken } from "./keys.ts";
 import { Lease, driftMs } from "./lease.ts";
@@ -9,7 +9,7 @@ import {
 } from "./options.ts";
 import { integers, RETRY_WINDOW_MS, runScript } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
-import { QUEUE_ALIVE_MS, type Busy } from "./wait.ts";
+import { QUEUE_ALIVE_MS, sleep, type Busy } from "./wait.ts";
 import { pollWaiter, pushWaiter } from "./wake.ts";
 
 /** A lock's state as anyone may see it; the owner is never revealed. */
@@ -107,12 +107,17 @@ export function createLocks(options: LocksOptions): Locks {
         // An abort while the attempt was out wins over what it found, as over a lease it got.
         opts.signal?.throwIfAborted();
         const budgetMs = deadline - performance.now();
+        const { clockBehindMs = 0 } = outcome;
         if (budgetMs <= 0) {
+          if (clockBehindMs > 0) throw new ClockBehindError(name, clockBehindMs);
           // The last attempt found the lock free, and its reply too late to use: "busy" would mislead.
           if (outcome.busyForMs < 0) throw new LockUnavailableError("Redis took most of leaseMs to answer; raise leaseMs.");
           return outcome;
         }
-        const fence = await waiter.pause(tries, outcome, budgetMs, opts.signal);
+        // No release can hand the lock over before the clock catches up; the next attempt keeps the place in line.
+        const fence = clockBehindMs > 0
+          ? await sleep(Math.min(clockBehindMs, QUEUE_ALIVE_MS / 2, budgetMs), opts.signal)
+          : await waiter.pause(tries, outcome, budgetMs, opts.signal);
         // Handed over after this attempt (a fence minted before it has lapsed, or the attempt would
         // have found the lock held), so it lasts leaseMs from sentAt at least; with too little of it
         // left, the next attempt finds it held and learns its true TTL.
