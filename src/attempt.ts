@@ -46,15 +46,10 @@ export function attemptAcquire(run: Run, backend: LeaseBackend) {
     if (fenceOrTtl <= 0) throw unexpectedReply(scripts.acquire);
     // A join may find the lock with more TTL than leaseMs; the drift allowance grows with it.
     const validUntil = sentAt + ttlOrNewestFence - driftMs(ttlOrNewestFence);
-    // A reply that took most of the lease to arrive is of no use: give back the hold this call
-    // took, by its ticket, so that the next attempt (same ticket) takes one again rather than
-    // finding it and counting none. Any handover to this caller that a late message may still
-    // bring was minted no later than this fence. If the give-back fails, the client may still
-    // land it later, when it would undo the next attempt's hold: the call fails instead.
-    if (validUntil - performance.now() < leaseMs / 10) {
-      await run(scripts.leave, name, [ticket], owner);
-      return { busyForMs: -1, position: -1, newestFence: fenceOrTtl };
-    }
+    // A reply that took most of the lease to arrive is of no use. The hold stays: the next attempt
+    // (same ticket) finds it and rejoins with a fresh TTL, and a call that ends first gives it back
+    // with leave. Giving it back now would let a late duplicate of that leave undo the next attempt's hold.
+    if (validUntil - performance.now() < leaseMs / 10) return { busyForMs: -1, position: -1, newestFence: fenceOrTtl };
     return new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);
   };
 }

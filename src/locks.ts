@@ -103,7 +103,8 @@ export function createLocks(options: LocksOptions): Locks {
         queued = true;
         const outcome = await attempt(name, owner, ticket, leaseMs, queueMs);
         if (outcome instanceof Lease) return await deliver(outcome);
-        queued = wasQueued || outcome.position >= 0;
+        // Queued, or holding a hold whose reply came too late (busyForMs -1).
+        queued = wasQueued || outcome.position >= 0 || outcome.busyForMs < 0;
         // An abort while the attempt was out wins over what it found, as over a lease it got.
         opts.signal?.throwIfAborted();
         const budgetMs = deadline - performance.now();

@@ -6,7 +6,7 @@ export const QUEUE_ALIVE_MS = 2_000;
 
 /** What a busy attempt learned: the holder's remaining TTL and the caller's place in line. */
 export interface Busy {
-  /** 0 with a position above 0: free, but promised to an earlier waiter; -1: free, but this call's hold came too late to use. */
+  /** 0 with a position above 0: free, but promised to an earlier waiter; -1: held for this call, but its reply came too late to use. */
   busyForMs: number;
   /** 0 = next in line; -1 = not queued. */
   position: number;
