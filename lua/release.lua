@@ -2,7 +2,8 @@
 -- waiter when that waiter listens for push wake-ups: it learns from the message that it
 -- holds the lock, which saves the request it would otherwise send to take it.
 -- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset, KEYS[4] alive zset,
--- KEYS[5] this lease's release record (one key per fence)
+-- KEYS[5] this lease's release records (one hash per fence: 'owner' once the last hold went,
+--         and each earlier release's id)
 -- ARGV owner, fence, requestId, retryWindowMs (how long a retry of this release may still come)
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0, 0} when
 -- the lease had already expired or changed hands.
@@ -17,9 +18,10 @@ if cur[1] == owner and cur[2] == fence then
   end
   if holds > 1 then
     -- Remembered outside the lock, which leave.lua or the TTL may delete with the mark below in
-    -- it, by this release's id (random, known only to its lease); the last hold's release
-    -- overwrites it with its own record, which answers this retry too. Written first, as below.
-    redis.call('SET', released, seen, 'PX', retryWindowMs)
+    -- it, by this release's id (random, known only to its lease), beside the other releases of
+    -- this lease. Written first, as below.
+    redis.call('HSET', released, seen, 1)
+    redis.call('PEXPIRE', released, retryWindowMs)
     -- Marked in the lock, for as long as it stands: however late a retry, while other holds
     -- remain it must not give back a second one.
     redis.call('HSET', lock, seen, 1)
@@ -29,7 +31,8 @@ if cur[1] == owner and cur[2] == fence then
   -- this lease's, a resumed copy's too) reports "released" however many leases came and went
   -- before it. Its retries come within the window. Written first: without its key (KEYS[5]) the
   -- script fails here, before it has changed anything.
-  redis.call('SET', released, owner, 'PX', retryWindowMs)
+  redis.call('HSET', released, 'owner', owner)
+  redis.call('PEXPIRE', released, retryWindowMs)
   redis.call('DEL', lock)
   -- An empty queue is a missing key: the uncontended path skips the handover.
   if redis.call('EXISTS', queue) == 1 then
@@ -71,8 +74,8 @@ if cur[1] == owner and cur[2] == fence then
   return {1, 0}
 end
 -- By owner too: a lease with the right fence and another owner was never released.
-local record = redis.call('GET', released)
-if record == owner or record == seen then
+local record = redis.call('HMGET', released, 'owner', seen)
+if record[1] == owner or record[2] then
   return {1, 0}
 end
 return {0, 0}

@@ -46,7 +46,7 @@ export function lockKeys(prefix: string, name: string, fence?: number): LockKeys
   const tag = nameTag(prefix, name);
   return {
     lock: `${tag}:lock`, fence: `${tag}:fence`, queue: `${tag}:queue`, alive: `${tag}:alive`,
-    ...(fence && { released: `${tag}:released:${fence}` }),
+    ...(fence && { released: `${tag}:releases:${fence}` }),
   };
 }
 

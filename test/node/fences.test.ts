@@ -78,7 +78,7 @@ describe("fencing tokens", () => {
     const keys = await redis.keys("ttl:*");
     expect(keys).toEqual(expect.arrayContaining([
       "ttl:{a}:lock", "ttl:{a}:fence", "ttl:{a}:queue", "ttl:{a}:alive", "ttl:{b}:fence",
-      `ttl:{b}:released:${b.fence}`,
+      `ttl:{b}:releases:${b.fence}`,
     ]));
     for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);
     await inner.release();
