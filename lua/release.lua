@@ -67,8 +67,8 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('ZREM', alive, head)
       -- Published on the heir's own channel, the SHA-1 of the lock key and its ticket (pushWaiter in
       -- src/wake.ts): safe in a URL path and an event line, and no other waiter's stream carries
-      -- it, where one channel per lock had every waiter's stream carry every handover.
-      redis.call('PUBLISH', redis.sha1hex(lock) .. '.' .. ticket, newFence)
+      -- it. The digest with the heir's secret owner token proves the message came from here.
+      redis.call('PUBLISH', redis.sha1hex(lock) .. '.' .. ticket, newFence .. ':' .. redis.sha1hex(newFence .. ':' .. heir))
     end
   end
   return {1, 0}

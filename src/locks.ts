@@ -82,7 +82,7 @@ export function createLocks(options: LocksOptions): Locks {
     const push = opts.wake === "push";
     // A push waiter's ticket carries what release.lua needs to take the lock on its behalf.
     const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}` : requestId;
-    const waiter = push ? pushWaiter(config.redis, lockKeys(config.prefix, name).lock, requestId) : pollWaiter;
+    const waiter = push ? pushWaiter(config.redis, lockKeys(config.prefix, name).lock, requestId, owner) : pollWaiter;
     // True while Redis may hold a place in line for this call, or a hold it has not received.
     let queued = false;
     // A lease that arrives after an abort is given back, and the abort wins.

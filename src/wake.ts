@@ -20,15 +20,15 @@ export const pollWaiter: Waiter = {
  * first busy attempt and the next attempt waits for its confirmation (as long as it would
  * sleep anyway), so a release between the two is caught by that attempt and every later one
  * arrives as a message. The release
- * takes the lock for the waiter first in line and publishes the new fence on that waiter's own
- * channel, so only it wakes, no other waiter's stream carries the message (no herd, however
+ * takes the lock for the waiter first in line and publishes the new fence (with a digest that
+ * proves it came from the lock's script) on that waiter's own channel, so only it wakes, no other waiter's stream carries the message (no herd, however
  * long the line), and it needs no further request. Without its message a waiter retries
  * 50 ms after the holder's TTL runs out, and at least every second to keep its place in line, so a
  * lost message or an expiry (which publishes nothing) costs little. A stream can also die
  * without a word (fetch drops a body idle for 5 minutes, and Upstash sends no keep-alives), so
  * a waiter opens a fresh one every minute.
  */
-export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string): Required<Waiter> {
+export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string, owner: string): Required<Waiter> {
   let stream: WakeStream | undefined;
   let openedAt = 0;
   return {
@@ -46,7 +46,7 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string):
         openedAt = performance.now();
         // release.lua publishes a handover on the heir's own channel, the SHA-1 of the lock key and
         // its ticket: safe in a URL path and in the comma-separated lines of the event stream.
-        stream = openStream(redis, `${await sha1Hex(lockKey)}.${ticket}`);
+        stream = openStream(redis, `${await sha1Hex(lockKey)}.${ticket}`, owner);
         // The attempt after the confirmation catches a release made before it. Without one in
         // time (a proxy may buffer the stream) it attempts anyway, and polls until one comes.
         if (await stream.ready(waitMs, signal)) return;
@@ -69,7 +69,7 @@ interface WakeStream {
   close(): Promise<void>;
 }
 
-function openStream(redis: RedisClient, channel: string): WakeStream {
+function openStream(redis: RedisClient, channel: string, owner: string): WakeStream {
   let live = false;
   let failed = false;
   let granted: number | undefined;
@@ -86,12 +86,13 @@ function openStream(redis: RedisClient, channel: string): WakeStream {
   if (subscriber) {
     subscriber.on("subscribe", () => ((live = true), wakeAll()));
     subscriber.on("error", () => ((live = false), (failed = true), wakeAll()));
-    // A fence: release.lua handed the lock to this waiter.
-    subscriber.on("message", (event) => {
-      // Any event reads safely so: a field of a primitive is undefined, and Number() of it NaN.
-      const handed = Number((event as { message?: unknown } | null | undefined)?.message);
-      if (!Number.isSafeInteger(handed) || handed <= 0) return;
-      granted = handed;
+    // release.lua handed the lock to this waiter: 'fence:digest', where only release.lua and this
+    // waiter know the owner token in the digest, so one who may publish but not read keys cannot forge it.
+    subscriber.on("message", async (event) => {
+      // Any event reads safely so: a field of a primitive is undefined.
+      const [, fence, digest] = /^([1-9]\d{0,15}):([0-9a-f]{40})$/.exec(String((event as { message?: unknown } | null | undefined)?.message)) ?? [];
+      if (!fence || digest !== await sha1Hex(`${fence}:${owner}`) || !Number.isSafeInteger(+fence)) return;
+      granted = +fence;
       wakeAll();
     });
   } else {

@@ -1,9 +1,12 @@
-// A push waiter on its own (no Redis): the fences it takes from its channel, and how often it
-// opens its stream afresh.
+// A push waiter on its own (no Redis): the handovers it believes, and how often it opens its
+// stream afresh.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RedisClient } from "../../../src/index.ts";
 import type { WakeSubscriber } from "../../../src/redis.ts";
+import { sha1Hex } from "../../../src/keys.ts";
 import { pushWaiter } from "../../../src/wake.ts";
+
+const OWNER = "a".repeat(32);
 
 describe("a push waiter's messages", () => {
   function waiterHearing(...messages: string[]) {
@@ -16,8 +19,10 @@ describe("a push waiter's messages", () => {
     };
     const unused = () => Promise.reject(new Error("no script runs in these tests"));
     const redis: RedisClient = { evalsha: unused, eval: unused, subscribe: () => subscriber };
-    return pushWaiter(redis, "c", "T");
+    return pushWaiter(redis, "c", "T", OWNER);
   }
+  // As release.lua signs a handover: only it and the heir know the owner token.
+  const handover = async (fence: string, owner = OWNER) => `${fence}:${await sha1Hex(`${fence}:${owner}`)}`;
   const busy = { busyForMs: 5_000, position: 0 };
   const heard = async (...messages: string[]) => {
     const waiter = waiterHearing(...messages);
@@ -28,11 +33,13 @@ describe("a push waiter's messages", () => {
   };
 
   it("takes the fence from a handover on its channel", async () => {
-    expect(await heard("42")).toEqual({ fence: 42, woke: true });
+    expect(await heard(await handover("42"))).toEqual({ fence: 42, woke: true });
   });
 
-  it("ignores malformed fences", async () => {
-    expect(await heard("4.5", "-3", "9007199254740993", "", "T:42", "x")).toEqual({ fence: undefined, woke: false });
+  it("ignores malformed fences, and handovers not signed for its owner", async () => {
+    const malformed = await Promise.all(["4.5", "-3", "9007199254740993", "", "042"].map((fence) => handover(fence)));
+    const forged = ["42", `42:${"0".repeat(40)}`, await handover("42", "b".repeat(32)), `${await handover("42")}x`];
+    expect(await heard(...malformed, ...forged, "x")).toEqual({ fence: undefined, woke: false });
   });
 });
 
@@ -50,7 +57,7 @@ describe("a push waiter's stream", () => {
     };
     const unused = () => Promise.reject(new Error("no script runs in this test"));
     const redis: RedisClient = { evalsha: unused, eval: unused, subscribe: () => ((seen.subscribed += 1), subscriber) };
-    const waiter = pushWaiter(redis, "c", "T");
+    const waiter = pushWaiter(redis, "c", "T", OWNER);
     const busy = { busyForMs: 10_000, position: 0 };
     // A wait of 70 s: one pause a second, as a waiter with no message sleeps.
     for (let tries = 0; tries < 70; tries++) {
