@@ -1,0 +1,104 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { freePort } from "../../../src/local/free-port.ts";
+import { findRedisServerBinary } from "../../../src/local/redis-binary.ts";
+import { sleep } from "../../../src/wait.ts";
+import { ClockOffsetFile } from "./clock-shim.ts";
+
+export interface RedisProcessOptions {
+  /** A fixed port (a restart where clients expect it); default: a free one. */
+  port?: number;
+  replicaOf?: RedisProcess;
+  /** Run under the clock shim (its .so path), its offset in this file. */
+  clock?: { shim: string; file: ClockOffsetFile };
+}
+
+const READY_WITHIN_MS = 10_000;
+/** Every redis-server this process started and has not seen exit: killed if the run dies. */
+const running = new Set<ChildProcess>();
+process.on("exit", () => running.forEach((child) => child.kill("SIGKILL")));
+
+/** A throwaway redis-server on 127.0.0.1 (no persistence; DEBUG allowed, for DEBUG SLEEP), for a fault to hit. */
+export class RedisProcess {
+  readonly port: number;
+  readonly label: string;
+  readonly #child: ChildProcess;
+  readonly #exited: Promise<void>;
+  #admin: Redis | undefined;
+
+  private constructor(label: string, port: number, child: ChildProcess) {
+    this.label = label;
+    this.port = port;
+    this.#child = child;
+    this.#exited = new Promise((resolve) => child.once("exit", () => resolve()));
+    running.add(child);
+    void this.#exited.then(() => running.delete(child));
+  }
+
+  static async start(label: string, options: RedisProcessOptions = {}): Promise<RedisProcess> {
+    const binary = findRedisServerBinary();
+    if (!binary) throw new Error("redis-server is not on PATH (npm run faults installs it: scripts/ensure-redis.ts)");
+    const port = options.port ?? (await freePort());
+    const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+      "--daemonize", "no", "--loglevel", "warning", "--enable-debug-command", "yes",
+      "--dir", mkdtempSync(join(tmpdir(), "fencelock-faults-"))];
+    if (options.replicaOf) args.push("--replicaof", "127.0.0.1", String(options.replicaOf.port));
+    const env = options.clock
+      ? { ...process.env, LD_PRELOAD: options.clock.shim, FAULT_CLOCK_FILE: options.clock.file.path }
+      : process.env;
+    const child = spawn(binary, args, { stdio: "ignore", env });
+    const server = new RedisProcess(label, port, child);
+    await server.#waitUntilServing();
+    return server;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** A connection for the test's own commands (FLUSHALL, REPLICAOF, INFO, TIME). */
+  get admin(): Redis {
+    if (!this.#admin) {
+      this.#admin = new Redis(this.port, "127.0.0.1", { maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+      this.#admin.on("error", () => {}); // the faults close it on purpose
+    }
+    return this.#admin;
+  }
+
+  /** Redis' TIME, in ms since the epoch. */
+  async timeMs(): Promise<number> {
+    const [seconds, micros] = await this.admin.time();
+    return Number(seconds) * 1000 + Number(micros) / 1000;
+  }
+
+  signal(signal: "SIGSTOP" | "SIGCONT"): void {
+    this.#child.kill(signal);
+  }
+
+  /** SIGKILL: whatever was not replicated is gone. */
+  async kill(): Promise<void> {
+    this.#admin?.disconnect();
+    this.#admin = undefined;
+    if (this.#child.exitCode === null && this.#child.signalCode === null) this.#child.kill("SIGKILL");
+    await this.#exited;
+  }
+
+  async #waitUntilServing(): Promise<void> {
+    const started = performance.now();
+    const exited = this.#exited.then(() => "exited");
+    while (performance.now() - started < READY_WITHIN_MS) {
+      const probe = new Redis(this.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on("error", () => {});
+      const answer = await Promise.race([probe.connect().then(() => probe.ping()).catch(() => "no"), exited]);
+      probe.disconnect();
+      if (answer === "PONG") return;
+      if (answer === "exited") throw new Error(`redis-server ${this.label} on port ${this.port} exited at start`);
+      await sleep(50);
+    }
+    await this.kill();
+    throw new Error(`redis-server ${this.label} on port ${this.port} did not answer within ${READY_WITHIN_MS} ms`);
+  }
+}
