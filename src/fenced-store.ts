@@ -2,7 +2,7 @@ import { LockConfigError, StaleFenceError } from "./errors.ts";
 import { checkFence } from "./fence.ts";
 import { checkName, nameTag, newToken } from "./keys.ts";
 import { parseOptions, readOptionsSchema, storeOptionsSchema, type FencedStoreOptions } from "./options.ts";
-import { RETRY_WINDOW_MS, runScript, unexpectedReply, type Reply } from "./redis.ts";
+import { RETRY_WINDOW_MS, runScript, unexpectedReply, type RedisClient, type Reply } from "./redis.ts";
 import * as scripts from "./scripts.gen.ts";
 
 /** A value and the highest fence its resource has seen (at least the fence that wrote it). */
@@ -41,6 +41,7 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
    */
   async function fenceAt(resource: string, fence: number | undefined, text: string[] = []): Promise<Reply> {
     checkName(resource, "resource name");
+    if (fence !== undefined) await checkPrefixTtl(redis, prefix, ttlMs, timeoutMs);
     const tag = nameTag(prefix, resource);
     const keys = [`${tag}:data`, `${tag}:written:${newToken()}`];
     const reply = await runScript(redis, scripts.storeFence, keys, [fence ?? "", ttlMs, RETRY_WINDOW_MS, ...text], { timeoutMs });
@@ -70,6 +71,39 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
       return decode<T>(await fenceAt(resource, fence === undefined ? undefined : checkFence(fence, "read")));
     },
   };
+}
+
+// Per client and prefix, so that a store made per request costs the check once per client.
+const prefixChecks = new WeakMap<RedisClient, Map<string, Promise<void>>>();
+
+/**
+ * Every store on a prefix must keep data as long: one that keeps it longer (or for good) would take
+ * a record that expired for a shorter ttlMs as never written, and accept fences older than ones it
+ * saw. The first store records its ttlMs; any other is refused before it claims or writes.
+ */
+function checkPrefixTtl(redis: RedisClient, prefix: string, ttlMs: number, timeoutMs: number): Promise<void> {
+  let checks = prefixChecks.get(redis);
+  if (!checks) prefixChecks.set(redis, (checks = new Map()));
+  const id = `${prefix} ${ttlMs}`;
+  let check = checks.get(id);
+  if (!check) {
+    const key = `${prefix}:store-ttl`;
+    check = runScript(redis, scripts.storeTtl, [key], [ttlMs], { timeoutMs }).then((reply) => {
+      // `Number`: a client may answer integers as decimal text.
+      const kept = reply.length === 1 ? Number(reply[0]) : NaN;
+      if (kept === ttlMs) return;
+      if (!Number.isSafeInteger(kept)) throw unexpectedReply(scripts.storeTtl);
+      throw new LockConfigError("createFencedStore options", [
+        `ttlMs: ${ttlMs || "none"} differs from ${kept || "none"}, the ttlMs of the stores already on prefix "${prefix}" ` +
+        `(key ${key}); a store that keeps data longer would take expired records as never written, and accept fences ` +
+        "older than ones they saw. Use one ttlMs per prefix, or another prefix",
+      ]);
+    });
+    checks.set(id, check);
+    // Asked again next time: Redis may have been out of reach, or the key deleted on purpose.
+    check.catch(() => checks.delete(id));
+  }
+  return check;
 }
 
 function decode<T>([, fence, stored]: Reply): Fenced<T> | null {

@@ -41,3 +41,9 @@ export const storeFence: LuaScript = {
   name: "store-fence",
   text: "local a=redis.call local G,H=unpack(KEYS)local C,I,D,J=ARGV[1],tonumber(ARGV[2]),ARGV[3],ARGV[4]local u=a('HMGET',G,'fence','value')local K=tonumber(u[1])or 0 if C~=''or J then local L=tonumber(C)local l=a('TIME')local m=l[1]*1000000+l[2]if not string.match(C,'^[1-9][0-9]*$')or L>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence')end if a('GET',H)==C and J then return{1,L}end if not u[1]and I>0 then K=m-I*1000 end if L<K then return{0,K}end if J then a('SET',H,C,'PX',D)a('HSET',G,'fence',C,'value',J)else a('HSET',G,'fence',C)end if I>0 then a('PEXPIRE',G,I)else a('PERSIST',G)end K=L end if u[2]and not J then return{1,K,'v:'..u[2]}end return{1,K}",
 };
+
+export const storeTtl: LuaScript = {
+  name: "store-ttl",
+  replyLength: 1,
+  text: "local a=redis.call a('SET',KEYS[1],ARGV[1],'NX')return{tonumber(a('GET',KEYS[1]))}",
+};

@@ -1,7 +1,7 @@
 // The fenced store as a holder uses it: stale writes refused (Kleppmann's scenario), the claim
 // gap before a read-modify-write, values and fences as stored, and data kept with or without ttlMs.
 import { describe, expect, it } from "vitest";
-import { createFencedStore, StaleFenceError } from "../../../src/index.ts";
+import { createFencedStore, LockConfigError, StaleFenceError } from "../../../src/index.ts";
 import { sleep } from "../../../src/wait.ts";
 import { setup } from "../../support/locks-and-store.ts";
 
@@ -82,24 +82,37 @@ describe("fenced store", () => {
     await expect(store.write("doc", undefined, 1)).rejects.toThrow(/expected a JSON value/);
     await store.write("doc", 1, 1);
     expect(await redis.pttl(`${prefix}:{doc}:data`)).toBe(-1);
-    const expiring = createFencedStore({ redis, prefix, ttlMs: 60_000 });
+    const expiring = createFencedStore({ redis, prefix: `${prefix}-expiring`, ttlMs: 60_000 });
     await locks.withLock("temp", (lease) => expiring.write("temp", 1, lease.fence));
-    expect(await redis.pttl(`${prefix}:{temp}:data`)).toBeGreaterThan(59_000);
+    expect(await redis.pttl(`${prefix}-expiring:{temp}:data`)).toBeGreaterThan(59_000);
   });
 
-  // As during a deploy that drops ttlMs: the record, with its highest fence, must not expire later.
-  it("a store without ttlMs keeps data it wrote even if another store gave the record a TTL", async () => {
-    const { redis, prefix, locks, store } = setup("ttl-mixed", 200);
-    const expiring = createFencedStore({ redis, prefix, ttlMs: 1_000 });
-    await locks.withLock("doc", (lease) => expiring.write("doc", "v0", lease.fence));
+  // Else a store whose ttlMs is longer (or none) takes a record that expired for a short one as
+  // never written, and with it a fence older than the ones it forgot.
+  it.each([
+    ["without ttlMs", undefined, 1_000],
+    ["with a longer ttlMs", 60_000, 1_000],
+    ["with ttlMs, on a prefix kept without", 1_000, undefined],
+  ])("refuses a store %s beside one with another ttlMs on its prefix, and changes nothing", async (_, ttlMs, firstTtlMs) => {
+    const { redis, prefix, locks } = setup("ttl-mixed", 200);
+    const first = createFencedStore({ redis, prefix, ttlMs: firstTtlMs });
     const a = await locks.acquire("doc");
     await sleep(300); // A pauses past its lease
     const b = await locks.acquire("doc", { waitMs: 0 });
-    await store.write("doc", "by B", b.fence); // the store that promises to keep data
-    await b.release();
-    await sleep(1_200);
-    await staleError(store.write("doc", "by stale A", a.fence));
-    expect(await store.read("doc")).toEqual({ value: "by B", fence: b.fence });
+    await first.write("doc", "by B", b.fence);
+    await sleep(1_200); // a record kept for 1 s has expired
+    const second = createFencedStore({ redis, prefix, ttlMs });
+    const error = await second.write("doc", "by stale A", a.fence).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockConfigError);
+    expect((error as Error).message).toBe(
+      `Invalid createFencedStore options: ttlMs: ${ttlMs ?? "none"} differs from ${firstTtlMs ?? "none"}, the ttlMs of the stores ` +
+      `already on prefix "${prefix}" (key ${prefix}:store-ttl); a store that keeps data longer would take expired records ` +
+      "as never written, and accept fences older than ones they saw. Use one ttlMs per prefix, or another prefix",
+    );
+    await expect(second.claim("doc", a.fence)).rejects.toThrow(LockConfigError);
+    expect(await first.read("doc")).toEqual(firstTtlMs ? null : { value: "by B", fence: b.fence });
+    // A plain read claims nothing, and needs no check.
+    expect(await second.read("doc")).toEqual(firstTtlMs ? null : { value: "by B", fence: b.fence });
   });
 
   it("refuses a paused holder's write after the newer holder's record expired (ttlMs)", async () => {

@@ -30,7 +30,7 @@ describe("fenced store", () => {
     let failed = 0;
     await withFetch(
       (real) => async (input, init) => {
-        if (failed++ < 2 && String(init?.body).includes("first")) throw new TypeError("fetch failed: connection reset");
+        if (String(init?.body).includes("first") && failed++ < 2) throw new TypeError("fetch failed: connection reset");
         return real(input, init);
       },
       async () => {
