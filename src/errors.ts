@@ -57,7 +57,7 @@ export class StaleFenceError extends LockError {
   }
 }
 
-/** An option, lock name, owner or fence was invalid; nothing was sent to Redis. */
+/** An option, lock name, owner or fence was invalid; nothing was changed in Redis. */
 export class LockConfigError extends LockError {
   override readonly name = "LockConfigError";
   declare readonly issues: readonly string[];
