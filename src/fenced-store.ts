@@ -94,9 +94,8 @@ function checkPrefixTtl(redis: RedisClient, prefix: string, ttlMs: number, timeo
       if (kept === ttlMs) return;
       if (!Number.isSafeInteger(kept)) throw unexpectedReply(scripts.storeTtl);
       throw new LockConfigError("createFencedStore options", [
-        `ttlMs: ${ttlMs || "none"} differs from ${kept || "none"}, the ttlMs of the stores already on prefix "${prefix}" ` +
-        `(key ${key}); a store that keeps data longer would take expired records as never written, and accept fences ` +
-        "older than ones they saw. Use one ttlMs per prefix, or another prefix",
+        `ttlMs: ${ttlMs || "none"} differs from ${kept || "none"}, the stores' on prefix "${prefix}" (key ${key}); ` +
+        "one that keeps data longer would take their expired records as never written. Use one ttlMs per prefix",
       ]);
     });
     checks.set(id, check);

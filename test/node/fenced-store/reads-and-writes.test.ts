@@ -105,9 +105,9 @@ describe("fenced store", () => {
     const error = await second.write("doc", "by stale A", a.fence).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockConfigError);
     expect((error as Error).message).toBe(
-      `Invalid createFencedStore options: ttlMs: ${ttlMs ?? "none"} differs from ${firstTtlMs ?? "none"}, the ttlMs of the stores ` +
-      `already on prefix "${prefix}" (key ${prefix}:store-ttl); a store that keeps data longer would take expired records ` +
-      "as never written, and accept fences older than ones they saw. Use one ttlMs per prefix, or another prefix",
+      `Invalid createFencedStore options: ttlMs: ${ttlMs ?? "none"} differs from ${firstTtlMs ?? "none"}, the stores' on prefix ` +
+      `"${prefix}" (key ${prefix}:store-ttl); one that keeps data longer would take their expired records as never written. ` +
+      "Use one ttlMs per prefix",
     );
     await expect(second.claim("doc", a.fence)).rejects.toThrow(LockConfigError);
     expect(await first.read("doc")).toEqual(firstTtlMs ? null : { value: "by B", fence: b.fence });
