@@ -55,6 +55,14 @@ export interface LosingFailover {
   gapMs: number;
   /** The lost holders' leaseMs: long, so they still hold their leases locally when they write. */
   stragglerLeaseMs: number;
+  /** Which of rig.stragglerNames' rounds the lost holders take. */
+  round?: number;
+  /**
+   * Names the workload leaves alone while writes are being lost: a later round's, so that a
+   * write lost here, above what the new primary mints, does not make the store refuse
+   * everything on them (and so hide that round's verdicts) until the new fences pass it.
+   */
+  spare?: string[];
 }
 
 /** How many of `held` the new primary has no record of: its last fence for the name is below theirs. */
@@ -72,14 +80,16 @@ async function lostOn(server: RedisProcess, prefix: string, held: Held[]): Promi
 export async function failOverLosingWrites(rig: Rig, plan: LosingFailover): Promise<{ killedAt: number; lostHolders: string }> {
   const { from, to, endpoint, gapMs } = plan;
   await waitInSync(from, to);
+  rig.workload.spare(plan.spare ?? []);
   const { sleeping } = await cutLink(from, to);
   rig.history.note(`cut ${to.label}'s link to ${from.label}`);
   const bound = gapMs + rig.form.stragglerBoundMs;
-  const lost = await rig.workload.straggle(endpoint, rig.stragglerNames(), plan.stragglerLeaseMs, bound);
+  const lost = await rig.workload.straggle(endpoint, rig.stragglerNames(plan.round), plan.stragglerLeaseMs, bound);
   await sleep(300); // more of the workload's writes to lose
   endpoint.proxy.switchTo(null);
   const killedAt = rig.history.note(`SIGKILL ${from.label} (${lost.length} lost holders on it)`);
   await from.kill();
+  rig.workload.unspare();
   await Promise.all([sleeping, sleep(gapMs - (performance.now() - killedAt))]);
   await to.admin.replicaof("NO", "ONE");
   // Checked before anyone can mint there: a fence the new primary knows of was not lost after all.

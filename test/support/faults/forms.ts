@@ -34,7 +34,7 @@ const common = {
 };
 
 export const SHORT: Form = {
-  ...common, label: "short", names: 12, clients: 3, stragglers: 4, warmMs: 1_500, afterMs: 3_000,
+  ...common, label: "short", names: 12, clients: 3, stragglers: 4, warmMs: 1_000, afterMs: 2_000,
   splitMs: 3_000, aheadMs: 3_000, stepBackMs: 3_000,
 };
 

@@ -43,7 +43,7 @@ export class RedisProcess {
     if (!binary) throw new Error("redis-server is not on PATH (npm run faults installs it: scripts/ensure-redis.ts)");
     const port = options.port ?? (await freePort());
     const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-      "--daemonize", "no", "--loglevel", "warning", "--enable-debug-command", "yes",
+      "--daemonize", "no", "--loglevel", "warning", "--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0",
       "--dir", mkdtempSync(join(tmpdir(), "fencelock-faults-"))];
     if (options.replicaOf) args.push("--replicaof", "127.0.0.1", String(options.replicaOf.port));
     const env = options.clock

@@ -60,10 +60,13 @@ export class Rig {
     return { url: server.url, token: server.token, proxy, era: () => proxy.target?.label ?? "none" };
   }
 
-  /** Names the lost holders take: a few, spread over the names. */
-  stragglerNames(): string[] {
+  /**
+   * Names the lost holders take: a few, spread over the names; another few in each `round`, so a
+   * late write accepted in one round (outside the condition) cannot hide the next round's.
+   */
+  stragglerNames(round = 0): string[] {
     const step = Math.max(1, Math.floor(this.names.length / this.form.stragglers));
-    return this.names.filter((_, i) => i % step === 0).slice(0, this.form.stragglers);
+    return this.names.filter((_, i) => i % step === round % step).slice(0, this.form.stragglers);
   }
 
   /** Lets the workload run for `ms`, and until every lost holder so far has written. */

@@ -36,12 +36,12 @@ export interface Measure {
   notes?: string;
 }
 
-/** Lost holders' writes (the key safety case): how many the store refused. */
-function lostHolderNote(history: History, earlier: Earlier = () => true): string {
+/** Late writes of lost (or paused) holders, the key safety case: how many the store refused. */
+function lateWriteNote(history: History, earlier: Earlier = () => true): string {
   const writes = history.writes.filter((write) => write.held.client.startsWith("lost") && earlier(write.held));
   if (!writes.length) return "";
   const refused = writes.filter((write) => write.outcome === "stale").length;
-  return `lost holders' late writes: ${refused} of ${writes.length} refused`;
+  return `their late writes: ${refused} of ${writes.length} refused`;
 }
 
 export function measure(history: History, m: Measure): Row {
@@ -56,7 +56,7 @@ export function measure(history: History, m: Measure): Row {
     stale: staleWritesAccepted(history, m.earlier),
     overlaps: overlappingHolds(history, m.earlier),
     recoverySeconds: recoverySeconds(history, m.faultAt, m.until),
-    notes: [m.notes, lostHolderNote(history, m.earlier)].filter(Boolean).join("; "),
+    notes: [m.notes, lateWriteNote(history, m.earlier)].filter(Boolean).join("; "),
     asserts: m.asserts ?? { fences: m.inside, stale: m.inside },
     unexpected: unexpectedFailures(history),
   };

@@ -75,7 +75,7 @@ export function clockStepBack(form: Form): Promise<Row[]> {
     await rig.workload.stop();
     return [measure(rig.history, {
       scenario: title, inside: true, faultAt: steppedAt, condition: "no fence lost",
-      notes: `${before.length} holders from before the step write after it`,
+      notes: `${before.length} holders from before the step`,
     })];
   });
 }
@@ -108,10 +108,10 @@ export function chain(form: Form): Promise<Row[]> {
     rig.workload.start([endpoint]);
     await sleep(form.warmMs);
     const failover = { endpoint, gapMs: form.gapMs, stragglerLeaseMs: LOST_HOLDER_LEASE_MS };
-    const first = await failOverLosingWrites(rig, { ...failover, from: a, to: b });
+    const first = await failOverLosingWrites(rig, { ...failover, from: a, to: b, spare: rig.stragglerNames(1) });
     await c.admin.replicaof("127.0.0.1", String(b.port));
-    await waitUntilAcquiring(rig, first.killedAt, 1_500);
-    const second = await failOverLosingWrites(rig, { ...failover, from: b, to: c });
+    await waitUntilAcquiring(rig, first.killedAt, 1_000);
+    const second = await failOverLosingWrites(rig, { ...failover, from: b, to: c, round: 1 });
     await rig.runFor(form.afterMs);
     await rig.workload.stop();
     const onA = (held: { era: string }) => held.era === a.label;

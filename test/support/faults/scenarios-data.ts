@@ -18,6 +18,8 @@ export async function withRig(form: Form, scenario: (rig: Rig) => Promise<Row[]>
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const failedBetween = (rig: Rig, from: number, to: number) =>
+  rig.history.failures.filter((failure) => failure.at >= from && failure.at < to).length;
 
 /** SIGKILL the primary after cutting its replica's link, promote the replica: the last writes are lost. */
 export function failoverLostWrites(form: Form): Promise<Row[]> {
@@ -57,7 +59,7 @@ export function sigstop(form: Form): Promise<Row[]> {
     await rig.workload.stop();
     return [measure(rig.history, {
       scenario: `SIGSTOP primary ${seconds(stopMs)} (lease ${seconds(form.leaseMs)})`, inside: true, faultAt: stoppedAt,
-      condition: "no fence lost", notes: `${paused.length} holders write after it`,
+      condition: "no fence lost", notes: `${paused.length} holders paused with it`,
     })];
   });
 }
@@ -126,12 +128,14 @@ export function splitBrain(form: Form): Promise<Row[]> {
     await sleep(form.splitMs);
     await first.admin.replicaof("127.0.0.1", String(second.port));
     left.proxy.switchTo(second);
-    rig.history.note("healed: P1 is a replica of P2");
+    const healedAt = rig.history.note("healed: P1 is a replica of P2");
     await rig.runFor(form.afterMs);
     await rig.workload.stop();
     return [measure(rig.history, {
-      scenario: `split brain for ${seconds(form.splitMs)}`, inside: false, faultAt: splitAt, asserts: { fences: false, stale: true },
-      condition: "two primaries at once", notes: `${lost.length} holders on the old primary, lost at the heal`,
+      scenario: `split brain for ${seconds(form.splitMs)}`, inside: false, faultAt: healedAt, asserts: { fences: false, stale: true },
+      condition: "two primaries at once",
+      notes: `${failedBetween(rig, splitAt, healedAt)} acquires failed during the split, timed from the heal; ` +
+        `${lost.length} holders on the old primary, lost at the heal`,
     })];
   });
 }

@@ -40,6 +40,8 @@ export class Workload {
   readonly #options: WorkloadOptions;
   readonly #running: Promise<void>[] = [];
   readonly #lateWrites: Promise<void>[] = [];
+  /** Names the clients leave alone for now. */
+  readonly #spared = new Set<string>();
   #stopping = false;
 
   constructor(history: History, store: FencedStore, options: WorkloadOptions) {
@@ -53,6 +55,15 @@ export class Workload {
       const endpoint = endpoints[i % endpoints.length]!;
       this.#running.push(this.#client(`c${i}`, endpoint, i % 2 === 0));
     }
+  }
+
+  /** Keeps the clients off `names` until unspare(); an acquire already under way still lands. */
+  spare(names: string[]): void {
+    names.forEach((name) => this.#spared.add(name));
+  }
+
+  unspare(): void {
+    this.#spared.clear();
   }
 
   async stop(): Promise<void> {
@@ -74,8 +85,11 @@ export class Workload {
     const got = names.map((name, i) => this.#acquireOnce(`lost${i}`, endpoint, name, leaseMs));
     const leases = await Promise.all(got);
     const held: Held[] = [];
-    for (const taken of leases) {
-      if (!taken) continue;
+    for (const [i, taken] of leases.entries()) {
+      if (!taken) {
+        this.#history.note(`lost holder on ${names[i]} got no lease (busy or failed)`);
+        continue;
+      }
       held.push(taken.held);
       this.#lateWrites.push(this.#writeLate(taken.held, taken.lease, boundMs));
     }
@@ -87,6 +101,7 @@ export class Workload {
     const locks = lockSet(endpoint, prefix, leaseMs, timeoutMs);
     while (!this.#stopping) {
       const name = names[random(0, names.length - 1)]!;
+      if (this.#spared.has(name)) continue;
       const got = await this.#attempt(client, endpoint, locks, name, waits ? 300 : 0);
       if (!got) continue;
       await this.#write(got.held);
