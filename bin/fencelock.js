@@ -2,17 +2,23 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 
-const USAGE = `Usage: fencelock dev [--port N] [--host H] [--redis-url URL] [--token T]
+const USAGE = `Usage: fencelock dev [--port N] [--host H] [--redis-url URL] [--token T] [--allow-admin-commands]
+                    [--max-connections N] [--max-streams N] [--headers-timeout-ms MS] [--request-timeout-ms MS]
 
   dev   Serve the Upstash REST protocol on http://127.0.0.1 for @upstash/redis, backed by
         a private redis-server (or --redis-url), until Ctrl-C / SIGTERM.
 
 Options:
-  --port N         HTTP port, 1-65535 (default: a free port)
-  --host H         HTTP bind address (default: 127.0.0.1)
-  --redis-url URL  use this Redis instead of starting redis-server
-  --token T        bearer token clients must send (default: random)
-  -h, --help       show this help`;
+  --port N                 HTTP port, 1-65535 (default: a free port)
+  --host H                 HTTP bind address (default: 127.0.0.1)
+  --redis-url URL          use this Redis instead of starting redis-server
+  --token T                bearer token clients must send (default: random)
+  --allow-admin-commands   run CONFIG, DEBUG, SHUTDOWN, ACL, MIGRATE... (default: refused)
+  --max-connections N      open HTTP connections; more get 503 (default: 1024)
+  --max-streams N          open /subscribe streams, one Redis connection each; more get 503 (default: 256)
+  --headers-timeout-ms MS  close a connection whose request headers take longer (default: 10000)
+  --request-timeout-ms MS  close a connection whose whole request takes longer (default: 30000)
+  -h, --help               show this help`;
 
 class UsageError extends Error {
   name = "UsageError";
@@ -44,11 +50,17 @@ function parseDevOptions(args) {
       host: { type: "string" },
       "redis-url": { type: "string" },
       token: { type: "string" },
+      "allow-admin-commands": { type: "boolean" },
+      "max-connections": { type: "string" },
+      "max-streams": { type: "string" },
+      "headers-timeout-ms": { type: "string" },
+      "request-timeout-ms": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
+  const numbers = Object.fromEntries(NUMERIC.map((key) => [key, integerOf(FLAGS[key], values[FLAGS[key].slice(2)])]));
   return { help: values.help, port: portOf(values.port), host: values.host, redisUrl: values["redis-url"],
-    token: values.token };
+    token: values.token, allowAdminCommands: values["allow-admin-commands"], ...numbers };
 }
 
 /** Digits only: Number() also takes "" (0, a random port), "1e3" and "0x50". */
@@ -59,6 +71,13 @@ function portOf(text) {
     throw new UsageError(`--port must be an integer from 1 to 65535, got ${JSON.stringify(text)}`);
   }
   return port;
+}
+
+/** Digits only, as for --port; startLocalUpstash checks the range and names the flag. */
+function integerOf(flag, text) {
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text)) throw new UsageError(`${flag} must be a whole number, got ${JSON.stringify(text)}`);
+  return Number(text);
 }
 
 async function dev(args) {
@@ -73,14 +92,19 @@ async function dev(args) {
   const server = await startLocalUpstash(options);
   console.log(`UPSTASH_REDIS_REST_URL=${server.url}`);
   console.log(`UPSTASH_REDIS_REST_TOKEN=${server.token}`);
-  console.error(`# fencelock dev: Upstash REST on ${server.url} -> ${redact(server.redisUrl)}; ` +
+  // The private redis-server's password is as much the user's as the token printed above.
+  const redis = options.redisUrl === undefined ? server.redisUrl : redact(server.redisUrl);
+  console.error(`# fencelock dev: Upstash REST on ${server.url} -> ${redis}; ` +
     "export the two lines above for Redis.fromEnv(); Ctrl-C stops");
   await stopRequested;
   await server.close();
 }
 
 /** startLocalUpstash()'s options, by the flags that set them. */
-const FLAGS = { redisUrl: "--redis-url", port: "--port", host: "--host", token: "--token" };
+const FLAGS = { redisUrl: "--redis-url", port: "--port", host: "--host", token: "--token",
+  allowAdminCommands: "--allow-admin-commands", maxConnections: "--max-connections", maxStreams: "--max-streams",
+  headersTimeoutMs: "--headers-timeout-ms", requestTimeoutMs: "--request-timeout-ms" };
+const NUMERIC = ["maxConnections", "maxStreams", "headersTimeoutMs", "requestTimeoutMs"];
 
 /** An error in the words of this command: "startLocalUpstash: token: ..." names the flag, "--token: ...". */
 function describe(error) {

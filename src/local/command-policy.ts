@@ -1,3 +1,4 @@
+// Which commands the local server refuses to run: those REST cannot serve, and admin commands.
 import type { Command } from "./command.ts";
 
 const REASONS = {
@@ -15,11 +16,39 @@ const REJECTED: ReadonlyMap<string, string> = new Map([
   ...words("multi exec discard watch unwatch", REASONS.transaction),
 ]);
 
+/**
+ * Redis' @admin commands (`ACL CAT admin`) and MIGRATE and SWAPDB, but not their read-only
+ * members (LASTSAVE, ROLE, CLIENT LIST, SLOWLOG GET...): whoever holds the token must not be able
+ * to open Redis to the network (CONFIG SET bind), stop it, or reach other hosts and clients.
+ */
+const ADMIN: ReadonlyMap<string, string> = new Map([
+  ...words("config", "it reads or changes Redis' configuration (CONFIG SET bind or protected-mode would open Redis to the network)"),
+  ...words("acl", "it reads or changes Redis' users and passwords"),
+  ...words("debug module pfdebug", "it can crash Redis or run code inside it"),
+  ...words("shutdown failover replicaof slaveof", "it stops Redis or changes its replication"),
+  ...words("save bgsave bgrewriteaof", "it writes Redis' data to files"),
+  ...words("migrate", "it copies keys to a Redis server on any host"),
+  ...words("swapdb", "it swaps the database every client sees"),
+]);
+
+const ADMIN_SUBCOMMANDS: ReadonlyMap<string, [ReadonlySet<string>, string]> = new Map([
+  ["client", [new Set(["kill", "pause", "unpause", "no-evict", "unblock"]),
+    "it disconnects, pauses or unblocks other clients, this server's own connections included"]],
+  ["cluster", [new Set(["addslots", "addslotsrange", "bumpepoch", "count-failure-reports", "delslots", "delslotsrange",
+    "failover", "flushslots", "forget", "meet", "replicas", "replicate", "reset", "saveconfig", "set-config-epoch",
+    "setslot", "slaves"]), "it changes the cluster (CLUSTER INFO, NODES, SLOTS, SHARDS, KEYSLOT... are allowed)"]],
+  ["latency", [new Set(["reset"]), "it erases Redis' diagnostics"]],
+  ["slowlog", [new Set(["reset"]), "it erases Redis' diagnostics"]],
+]);
+
+const HOW_TO_ALLOW = "allow admin commands with startLocalUpstash({ allowAdminCommands: true }) or `fencelock dev --allow-admin-commands`";
+
 /** Why the local server refuses this command, or undefined when it may run. */
-export function rejectionReason(command: Command): string | undefined {
+export function rejectionReason(command: Command, allowAdminCommands = false): string | undefined {
   const name = command[0].toLowerCase();
   const reason = REJECTED.get(name) ?? subcommandReason(name, command);
-  return reason && `ERR '${name}' is not supported by the local Upstash server: ${reason}`;
+  if (reason) return `ERR '${name}' is not supported by the local Upstash server: ${reason}`;
+  return allowAdminCommands ? undefined : adminReason(name, command);
 }
 
 function subcommandReason(name: string, command: Command): string | undefined {
@@ -27,6 +56,15 @@ function subcommandReason(name: string, command: Command): string | undefined {
   if ((name === "xread" || name === "xreadgroup") && args.includes("block")) return REASONS.blocking;
   if (name === "client" && args[0] === "reply") return REASONS.state;
   return undefined;
+}
+
+function adminReason(name: string, command: Command): string | undefined {
+  const whole = ADMIN.get(name);
+  if (whole) return `ERR '${name}' is refused by the local Upstash server: ${whole}; ${HOW_TO_ALLOW}`;
+  const [subcommands, reason] = ADMIN_SUBCOMMANDS.get(name) ?? [];
+  const subcommand = command[1]?.toString().toLowerCase();
+  if (!subcommand || !subcommands?.has(subcommand)) return undefined;
+  return `ERR '${name} ${subcommand}' is refused by the local Upstash server: ${reason}; ${HOW_TO_ALLOW}`;
 }
 
 function words(list: string, reason: string): Array<[string, string]> {

@@ -9,9 +9,12 @@ import { unavailable } from "./redis-failure.ts";
 /** The outcome of one command: a raw ioredis reply (Buffers), or the error message Redis gave. */
 export type Settled = { ok: true; reply: unknown } | { ok: false; error: string };
 
-/** Runs one command on the shared connection; throws RedisUnavailableError on connection trouble. */
-export async function runCommand(redis: Redis, command: Command): Promise<Settled> {
-  const rejected = rejectionReason(command);
+/**
+ * Runs one command on the shared connection, unless the policy refuses it (admin commands
+ * unless allowed); throws RedisUnavailableError on connection trouble.
+ */
+export async function runCommand(redis: Redis, command: Command, allowAdminCommands = false): Promise<Settled> {
+  const rejected = rejectionReason(command, allowAdminCommands);
   if (rejected) return { ok: false, error: rejected };
   const [name, ...args] = wireCommand(command);
   try {
@@ -23,8 +26,8 @@ export async function runCommand(redis: Redis, command: Command): Promise<Settle
 }
 
 /** Sends every command at once (ioredis pipelines them in order); one failing does not stop the rest. */
-export function runPipeline(redis: Redis, commands: Command[]): Promise<Settled[]> {
-  return Promise.all(commands.map((command) => runCommand(redis, command)));
+export function runPipeline(redis: Redis, commands: Command[], allowAdminCommands = false): Promise<Settled[]> {
+  return Promise.all(commands.map((command) => runCommand(redis, command, allowAdminCommands)));
 }
 
 /**
@@ -32,8 +35,12 @@ export function runPipeline(redis: Redis, commands: Command[]): Promise<Settled[
  * transaction (HTTP 400, like Upstash's single `{"error"}` for a discarded transaction); a
  * command failing while EXEC runs only fails its own entry.
  */
-export async function runTransaction(pool: ConnectionPool, commands: Command[]): Promise<Settled[]> {
-  const rejected = commands.map(rejectionReason).find((reason) => reason !== undefined);
+export async function runTransaction(
+  pool: ConnectionPool,
+  commands: Command[],
+  allowAdminCommands = false,
+): Promise<Settled[]> {
+  const rejected = commands.map((command) => rejectionReason(command, allowAdminCommands)).find(Boolean);
   if (rejected) throw new HttpError(400, rejected);
   return pool.use(async (connection) => {
     const transaction = connection.multi();

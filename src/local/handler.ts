@@ -14,6 +14,8 @@ export interface Backend extends StreamBackend {
   redis: Redis;
   pool: ConnectionPool;
   token: string;
+  /** Run CONFIG, DEBUG, SHUTDOWN and the other admin commands too (default false). */
+  allowAdminCommands?: boolean;
 }
 
 interface Reply {
@@ -71,12 +73,12 @@ async function respond(
     if (method !== "POST" && method !== "PUT") throw new HttpError(405, `ERR ${path} needs POST`);
     const commands = parseCommandList(parseJson(await readBody(request)));
     const settled = path === "/pipeline"
-      ? await runPipeline(backend.redis, commands)
-      : await runTransaction(backend.pool, commands);
+      ? await runPipeline(backend.redis, commands, backend.allowAdminCommands)
+      : await runTransaction(backend.pool, commands, backend.allowAdminCommands);
     return { status: 200, body: settled.map((entry) => toEntry(entry, base64)) };
   }
   const command = await commandOf(request, target);
-  const entry = toEntry(await runCommand(backend.redis, command), base64);
+  const entry = toEntry(await runCommand(backend.redis, command, backend.allowAdminCommands), base64);
   return { status: "error" in entry ? 400 : 200, body: entry };
 }
 

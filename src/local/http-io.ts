@@ -1,3 +1,4 @@
+// Reading requests and writing JSON replies for the local server: body limit, path segments, auth.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpError } from "./errors.ts";
@@ -63,7 +64,8 @@ export function isAuthorized(request: IncomingMessage, query: URLSearchParams, t
   return timingSafeEqual(digest(given), digest(token));
 }
 
-export function sendJson(response: ServerResponse, status: number, body: unknown, syncToken: string): void {
+/** Sends `body` as JSON; `syncToken` is left out only for a connection refused before the handler saw it. */
+export function sendJson(response: ServerResponse, status: number, body: unknown, syncToken?: string): void {
   let text = JSON.stringify(body);
   const size = Buffer.byteLength(text);
   if (size > MAX_BODY_BYTES) {
@@ -73,8 +75,10 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   response.writeHead(status, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(text),
-    "upstash-sync-token": syncToken,
+    ...(syncToken === undefined ? {} : { "upstash-sync-token": syncToken }),
     ...(status === 413 ? { connection: "close" } : {}),
+    // Every 503 is passing (Redis reconnecting, too many streams or connections): say when to retry.
+    ...(status === 503 ? { "retry-after": "1" } : {}),
   });
   response.end(response.req.method === "HEAD" ? undefined : text);
 }

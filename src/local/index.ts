@@ -1,8 +1,9 @@
+// fencelock/local (Node only): an Upstash-REST-compatible server in front of Redis, for development and tests.
 import { createHandler } from "./handler.ts";
-import { checkLocalOptions } from "./options.ts";
+import { checkLocalOptions, type CheckedLocalOptions } from "./options.ts";
 import { ConnectionPool } from "./pool.ts";
+import { randomSecret, startPrivateRedis, type BackingRedis } from "./private-redis.ts";
 import { connectRedis, openSubscriber } from "./redis-client.ts";
-import { startRedisServer } from "./redis-server.ts";
 import { listen } from "./server.ts";
 import { OpenStreams } from "./sse.ts";
 
@@ -24,11 +25,22 @@ export interface LocalUpstashOptions {
   host?: string;
   /** Bearer token clients must send; default: 192 random bits. */
   token?: string;
+  /** Run CONFIG, DEBUG, SHUTDOWN, ACL, MIGRATE... too (default false: refused with an error reply). */
+  allowAdminCommands?: boolean;
+  /** Open HTTP connections; more are answered 503 (default 1024). */
+  maxConnections?: number;
+  /** Open /subscribe and /psubscribe streams, each holding a Redis connection; more get 503 (default 256). */
+  maxStreams?: number;
+  /** A connection that has not sent a request's headers in this time is closed (default 10 s). */
+  headersTimeoutMs?: number;
+  /** A connection that has not sent a whole request in this time is closed (default 30 s). */
+  requestTimeoutMs?: number;
 }
 
 export interface LocalUpstash {
   url: string;
   token: string;
+  /** The Redis behind it; the private one's carries its password: redis://:<password>@127.0.0.1:<port>. */
   redisUrl: string;
   close(): Promise<void>;
 }
@@ -38,20 +50,19 @@ const MAX_IDLE_SUBSCRIBERS = 16;
 
 /** Starts an Upstash-REST-compatible HTTP server in front of Redis, for `new Redis({ url, token })`. */
 export async function startLocalUpstash(options: LocalUpstashOptions = {}): Promise<LocalUpstash> {
-  options = checkLocalOptions(options);
-  const backing = await backingRedis(options.redisUrl);
-  const token = options.token ?? randomToken();
+  const checked = checkLocalOptions(options);
+  const { redisUrl, token = randomSecret(), allowAdminCommands, maxStreams } = checked;
+  const backing: BackingRedis = redisUrl === undefined ? await startPrivateRedis(allowAdminCommands) : { url: redisUrl };
   const pool = new ConnectionPool(() => connectRedis(backing.url));
   try {
     const redis = await connectRedis(backing.url);
-    const streams = new OpenStreams();
+    const streams = new OpenStreams(maxStreams);
     const subscribers = new ConnectionPool(() => openSubscriber(redis), MAX_IDLE_SUBSCRIBERS);
-    const handler = createHandler({ redis, pool, subscribers, token, streams });
-    const http = await listen(handler, options.host ?? "127.0.0.1", options.port ?? 0)
-      .catch((error: unknown) => {
-        redis.disconnect();
-        throw error;
-      });
+    const handler = createHandler({ redis, pool, subscribers, token, streams, allowAdminCommands });
+    const http = await listen(handler, listenOptions(checked)).catch((error: unknown) => {
+      redis.disconnect();
+      throw error;
+    });
     let closing: Promise<void> | undefined;
     const close = () =>
       (closing ??= (async () => {
@@ -69,12 +80,6 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
   }
 }
 
-/** The Redis behind the server: the caller's, or a private redis-server that close() stops. */
-async function backingRedis(redisUrl?: string): Promise<{ url: string; stop?: () => Promise<void> }> {
-  return redisUrl === undefined ? startRedisServer() : { url: redisUrl };
-}
-
-function randomToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(24));
-  return Buffer.from(bytes).toString("base64url");
+function listenOptions({ host, port, maxConnections, headersTimeoutMs, requestTimeoutMs }: CheckedLocalOptions) {
+  return { host, port, maxConnections, headersTimeoutMs, requestTimeoutMs };
 }

@@ -1,15 +1,24 @@
+// Throwaway redis-server processes, for the local server and for tests.
 import { spawn, type ChildProcess } from "node:child_process";
 import { tmpdir } from "node:os";
 import { Redis } from "ioredis";
 import { RedisServerNotFoundError, RedisServerStartError } from "./errors.ts";
 import { freePort } from "./free-port.ts";
-import { describeSearch, findRedisServerBinary } from "./redis-binary.ts";
+import { describeSearch, findRedisServerBinary, majorVersion } from "./redis-binary.ts";
 
 export interface RedisServerOptions {
   /** Fixed port, e.g. to restart Redis where a client expects it; default: a free port. */
   port?: number;
   /** Path to redis-server; default: REDIS_SERVER_BIN, else the first redis-server on PATH. */
   binary?: string;
+  /** Require this password (requirepass); `url` then carries it. Default: none. */
+  password?: string;
+  /** Allow DEBUG (DEBUG SLEEP in fault tests); default false (Redis 6 allows it always). */
+  enableDebugCommand?: boolean;
+  /** More redis-server arguments, after the defaults (the last value wins): ["--replicaof", "127.0.0.1", "6380"]. */
+  args?: readonly string[];
+  /** Variables added to this process's environment for redis-server: { LD_PRELOAD: "/tmp/shim.so" }. */
+  env?: Readonly<Record<string, string>>;
 }
 
 export interface RedisServer {
@@ -21,7 +30,10 @@ export interface RedisServer {
 const READY_TIMEOUT_MS = 5_000;
 const STOP_GRACE_MS = 3_000;
 
-/** Starts a throwaway redis-server on 127.0.0.1 (no persistence) and resolves once it answers. */
+/**
+ * Starts a throwaway redis-server on 127.0.0.1 (no persistence, no DEBUG or MODULE unless asked)
+ * and resolves once it answers.
+ */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const binary = findRedisServerBinary(options.binary);
   if (!binary) throw new RedisServerNotFoundError(describeSearch(options.binary));
@@ -31,7 +43,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   for (let attempt = 0; attempt < attempts; attempt++) {
     const port = options.port ?? (await freePort());
     try {
-      return await launch(binary, port);
+      return await launch(binary, port, options);
     } catch (error) {
       failure = error;
       if (!(error instanceof RedisServerStartError && /address already in use/i.test(error.message))) break;
@@ -40,10 +52,13 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   throw failure;
 }
 
-async function launch(binary: string, port: number): Promise<RedisServer> {
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-    "--daemonize", "no", "--loglevel", "warning", "--dir", tmpdir()];
-  const child = spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
+async function launch(binary: string, port: number, options: RedisServerOptions): Promise<RedisServer> {
+  const { password, args = [], env = {} } = options;
+  const redis7 = (await majorVersion(binary)) >= 7;
+  const child = spawn(binary, [...serverArgs(port, options, redis7), ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
   const output = collectOutput(child);
   const exited = new Promise<string>((resolve) => {
     child.once("error", (error) => resolve(error.message));
@@ -53,7 +68,7 @@ async function launch(binary: string, port: number): Promise<RedisServer> {
   const killOnExit = () => child.kill("SIGKILL");
   process.on("exit", killOnExit);
   try {
-    await waitUntilServing(port, child.pid, exited);
+    await waitUntilServing(port, password, child.pid, exited);
   } catch (error) {
     process.off("exit", killOnExit);
     child.kill("SIGKILL");
@@ -65,13 +80,29 @@ async function launch(binary: string, port: number): Promise<RedisServer> {
   }
   let stopping: Promise<void> | undefined;
   const stop = () => (stopping ??= terminate(child, exited).finally(() => process.off("exit", killOnExit)));
-  return { url: `redis://127.0.0.1:${port}`, port, stop };
+  const auth = password === undefined ? "" : `:${encodeURIComponent(password)}@`;
+  return { url: `redis://${auth}127.0.0.1:${port}`, port, stop };
+}
+
+function serverArgs(port: number, { password, enableDebugCommand = false }: RedisServerOptions, redis7: boolean): string[] {
+  return ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+    "--daemonize", "no", "--loglevel", "warning", "--dir", tmpdir(), "--protected-mode", "yes",
+    ...(password === undefined ? [] : ["--requirepass", password]),
+    // Redis 7's defaults, spelled out so that no build changes them: no DEBUG, MODULE LOAD or
+    // CONFIG SET dir (a client could write files anywhere). Redis 6 refuses these names.
+    ...(redis7 ? ["--enable-debug-command", enableDebugCommand ? "yes" : "no", "--enable-module-command", "no",
+      "--enable-protected-configs", "no"] : [])];
 }
 
 /** Resolves once the redis-server answering on `port` is this child, not some other process. */
-async function waitUntilServing(port: number, pid: number | undefined, exited: Promise<string>): Promise<void> {
+async function waitUntilServing(
+  port: number,
+  password: string | undefined,
+  pid: number | undefined,
+  exited: Promise<string>,
+): Promise<void> {
   // ioredis queues the command and keeps reconnecting until redis-server listens.
-  const probe = new Redis({ host: "127.0.0.1", port, retryStrategy: () => 20, maxRetriesPerRequest: null });
+  const probe = new Redis({ host: "127.0.0.1", port, password, retryStrategy: () => 20, maxRetriesPerRequest: null });
   probe.on("error", () => {}); // connection refusals are expected until the server is up
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {

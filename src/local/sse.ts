@@ -1,4 +1,7 @@
+// Server-sent events: one stream's framing, keep-alives and backlog limit, and the set of open streams.
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { HttpError } from "./errors.ts";
+import { LIMIT_DEFAULTS } from "./options.ts";
 
 /**
  * A comment line every 15 s keeps a quiet stream alive: Node's fetch (undici) gives up on a body
@@ -79,10 +82,35 @@ export class EventStream {
   }
 }
 
-/** The streams a server has open, so close() ends them rather than leave subscriber connections behind. */
+/**
+ * The streams a server has open, at most `max` (each holds a Redis connection), so close() ends
+ * them rather than leave subscriber connections behind.
+ */
 export class OpenStreams {
   readonly #ends = new Set<() => void>();
+  readonly #max: number;
+  #places = 0;
   #closed = false;
+
+  constructor(max: number = LIMIT_DEFAULTS.maxStreams) {
+    this.#max = max;
+  }
+
+  /**
+   * Takes a place for a stream about to open, before anything awaits (so that no two requests
+   * take the last one), or throws HTTP 503. Returns what gives it back, once however often called.
+   */
+  reserve(): () => void {
+    if (this.#places >= this.#max) {
+      throw new HttpError(503, `ERR local server: too many open streams (${this.#max}, maxStreams / --max-streams); close some or raise the limit`);
+    }
+    this.#places++;
+    let released = false;
+    return () => {
+      if (!released) this.#places--;
+      released = true;
+    };
+  }
 
   /** Registers a stream's `end`; once the server is closing, ends it at once instead. */
   add(end: () => void): void {

@@ -1,3 +1,4 @@
+// /subscribe and /psubscribe: one subscription served as server-sent events on a connection of its own.
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { Redis } from "ioredis";
 import { HttpError, RedisUnavailableError } from "./errors.ts";
@@ -49,10 +50,11 @@ export async function streamSubscription(
   subscription: Subscription,
   headers: OutgoingHttpHeaders,
 ): Promise<void> {
-  const subscriber = await backend.subscribers.take();
+  const { subscriber, release } = await takePlace(backend);
   const confirming = confirm(subscriber, subscription, () => stream.ended);
   const end = () => stream.end();
   const stream = new EventStream(response, () => {
+    release();
     backend.streams.delete(end);
     subscriber.off("end", end);
     subscriber.off(MESSAGE_EVENT[subscription.kind], forward);
@@ -73,6 +75,17 @@ export async function streamSubscription(
     stream.end();
     if (response.destroyed) return; // nobody left to tell
     throw isReplyError(error) ? new HttpError(400, error.message) : unavailable(error);
+  }
+}
+
+/** A place among the open streams and a connection for it; the place is given back when no connection comes. */
+async function takePlace(backend: StreamBackend): Promise<{ subscriber: Redis; release: () => void }> {
+  const release = backend.streams.reserve();
+  try {
+    return { subscriber: await backend.subscribers.take(), release };
+  } catch (error) {
+    release();
+    throw error;
   }
 }
 

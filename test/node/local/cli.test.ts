@@ -5,7 +5,8 @@ import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { startLocalUpstash } from "../../../src/local/index.ts";
 import { localRedis } from "../../support/local-client.ts";
-import { key } from "../../support/rest.ts";
+import { key, rest } from "../../support/rest.ts";
+import { openRaw } from "./sse-client.ts";
 
 const BIN = fileURLToPath(new URL("../../../bin/fencelock.js", import.meta.url));
 const running: ChildProcess[] = [];
@@ -45,8 +46,10 @@ describe("fencelock dev", () => {
     const k = key("cli");
     expect(await redis.set(k, "from the CLI")).toBe("OK");
     expect(await redis.get(k)).toBe("from the CLI");
+    const config = await rest("/", { body: ["CONFIG", "SET", "protected-mode", "no"], ...server });
+    expect(config).toMatchObject({ status: 400, json: { error: expect.stringMatching(/refused[\s\S]*--allow-admin-commands/) } });
     const redisUrl = /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1];
-    expect(redisUrl).toMatch(/^redis:\/\/127\.0\.0\.1:\d+$/);
+    expect(redisUrl).toMatch(/^redis:\/\/:[\w-]+@127\.0\.0\.1:\d+$/); // its password, for TCP clients
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(0);
     const probe = new Redis(redisUrl ?? "", { lazyConnect: true, retryStrategy: () => null });
@@ -64,6 +67,32 @@ describe("fencelock dev", () => {
     expect(await localRedis().get(k)).toBe(7); // same Redis as the shared server
     run.child.kill("SIGINT");
     expect(await run.exited).toBe(0);
+  });
+
+  it("runs admin commands with --allow-admin-commands, and caps streams at --max-streams", async () => {
+    const run = fencelock("dev", "--allow-admin-commands", "--max-streams", "1", "--max-connections", "8",
+      "--headers-timeout-ms", "2000", "--request-timeout-ms", "5000");
+    const server = await printedEnv(run);
+    expect((await rest("/", { body: ["CONFIG", "GET", "protected-mode"], ...server })).json).toEqual({ result: ["protected-mode", "yes"] });
+    const stream = await openRaw(`/subscribe/${key("cli-stream")}`, server);
+    const refused = await rest(`/subscribe/${key("cli-refused")}`, { method: "POST", ...server });
+    stream.abort();
+    expect(refused).toMatchObject({ status: 503, json: { error: expect.stringMatching(/too many open streams \(1, maxStreams \/ --max-streams\)/) } });
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+  });
+
+  it.each([
+    [["--max-streams", "0"], /^fencelock: --max-streams: expected at least 1\n/],
+    [["--max-connections", "lots"], /^fencelock: --max-connections must be a whole number, got "lots"\n/],
+    [["--headers-timeout-ms", "40000"], /^fencelock: --headers-timeout-ms: must be at most requestTimeoutMs \(30000 by default\)\n/],
+    [["--request-timeout-ms", "1e3"], /^fencelock: --request-timeout-ms must be a whole number/],
+  ])("refuses %j with a usage error (exit 2), serving nothing", async (args, message) => {
+    const run = fencelock("dev", ...args);
+    expect(await run.exited).toBe(2);
+    expect(run.output().stderr).toMatch(message);
+    expect(run.output().stderr).toMatch(/Usage:/);
+    expect(run.output().stdout).toBe("");
   });
 
   it("prints usage for --help (exit 0) and for a bad option (exit 2)", async () => {
@@ -128,6 +157,18 @@ describe("startLocalUpstash", () => {
         message: expect.stringMatching(/^startLocalUpstash: redisUrl: must look like redis:\/\//),
       });
     }
+  });
+
+  it.each([
+    [{ maxStreams: 0 }, "maxStreams: expected at least 1"],
+    [{ maxConnections: 1.5 }, "maxConnections: expected a whole number"],
+    [{ headersTimeoutMs: 50 }, "headersTimeoutMs: must be at least 100 ms"],
+    [{ headersTimeoutMs: 5_000, requestTimeoutMs: 4_000 }, "headersTimeoutMs: must be at most requestTimeoutMs"],
+    [{ allowAdminCommands: "yes" }, "allowAdminCommands: expected true or false"],
+  ])("refuses %j, naming the option", async (options, message) => {
+    await expect(startLocalUpstash(options as never)).rejects.toMatchObject({
+      code: "BAD_OPTIONS", message: expect.stringContaining(`startLocalUpstash: ${message}`),
+    });
   });
 
   it.each([[{ host: "" }], [{ host: 5 }], [{ redisUrl: 6379 }], ["redis://localhost"]])("refuses %j before it starts anything", async (options) => {

@@ -1,3 +1,4 @@
+import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { startLocalUpstash, startRedisServer, type LocalUpstash } from "../../../src/local/index.ts";
 import { createHandler } from "../../../src/local/handler.ts";
@@ -93,7 +94,7 @@ describe("the event stream on the wire", () => {
 
   it("sends `: ping` comments while the stream is quiet", async () => {
     const { backend, close } = await handlerBackend(20);
-    const http = await listen(createHandler(backend), "127.0.0.1", 0);
+    const http = await listen(createHandler(backend), { host: "127.0.0.1", port: 0 });
     cleanup.push(close, () => http.close());
     const channel = key("quiet");
     const stream = await openRaw(`/subscribe/${channel}`, { url: http.url, token: "t" });
@@ -167,7 +168,9 @@ describe("the lifetime of a stream", () => {
     const local = await privateServer(redisServer.url);
     // Redis can refuse an UNSUBSCRIBE (here an ACL; -BUSY during a long script): that stream's
     // connection is closed, and the streams opened meanwhile must not be given it.
-    await rest("/", { body: ["ACL", "SETUSER", "default", "-unsubscribe"], url: local.url, token: local.token });
+    const admin = new Redis(redisServer.url);
+    await admin.acl("SETUSER", "default", "-unsubscribe");
+    admin.disconnect();
     const statuses: number[] = [];
     let ending: RawStream[] = [];
     for (let round = 0; round < 30; round++) {
