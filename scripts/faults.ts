@@ -1,7 +1,8 @@
 // `npm run faults`: every Redis-level fault scenario in its full form (test/faults/faults.test.ts
 // says what they are), then the report as a markdown table. Exits 1 when a scenario inside the
 // stated condition repeated or regressed a fence or let a stale write through, or acquires never
-// came back. `npm run faults -- --short` runs the short form; naming scenario ids runs only those.
+// came back. `npm run faults -- --short` runs the short form; naming scenario ids runs only those;
+// FAULTS_TRACE=1 prints each scenario's faults with their times.
 import { FULL, SHORT } from "../test/support/faults/forms.ts";
 import { report, runScenarios, SCENARIOS } from "../test/support/faults/scenarios.ts";
 
@@ -16,6 +17,7 @@ if (unknown.length) {
 
 const started = performance.now();
 const rows = await runScenarios(form, ids.length ? SCENARIOS.filter((scenario) => ids.includes(scenario.id)) : SCENARIOS);
+if (process.env.FAULTS_TRACE === "1") for (const row of rows) console.log(`\n${row.scenario}:\n${row.events.join("\n")}`);
 const { table, problems } = report(rows);
 console.log(`\n${table}\n`);
 console.log(`faults: ${rows.length} rows in ${((performance.now() - started) / 1000).toFixed(0)} s (${form.label} form)`);

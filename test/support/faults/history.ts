@@ -64,9 +64,11 @@ export class History {
     held.end = Math.min(held.end, performance.now());
   }
 
-  fail(callStart: number, error: unknown): void {
+  /** Records a failed acquire; returns its error code (the message for an error without one). */
+  fail(callStart: number, error: unknown): string {
     const code = error instanceof Error && "code" in error ? String(error.code) : String(error);
     this.failures.push({ callStart, at: performance.now(), code });
+    return code;
   }
 
   /** Whether a holder that got its lease after `held` was received has had a write accepted on `resource`. */

@@ -20,6 +20,8 @@ export interface Row {
   /** Which counts must be 0: all of them inside the condition, what still holds outside. */
   asserts: { fences: boolean; stale: boolean };
   unexpected: string[];
+  /** The faults and notable moments, with their times: FAULTS_TRACE=1 prints them. */
+  events: string[];
   skipped?: string;
 }
 
@@ -59,6 +61,7 @@ export function measure(history: History, m: Measure): Row {
     notes: [m.notes, lateWriteNote(history, m.earlier)].filter(Boolean).join("; "),
     asserts: m.asserts ?? { fences: m.inside, stale: m.inside },
     unexpected: unexpectedFailures(history),
+    events: history.events,
   };
 }
 
@@ -66,7 +69,7 @@ export function skippedRow(scenario: string, why: string): Row {
   const none = { count: 0, examples: [] };
   return {
     scenario, inside: false, condition: "", namesTried: 0, leases: 0, regressed: none, stale: none, overlaps: 0,
-    recoverySeconds: 0, notes: "", asserts: { fences: false, stale: false }, unexpected: [], skipped: why,
+    recoverySeconds: 0, notes: "", asserts: { fences: false, stale: false }, unexpected: [], events: [], skipped: why,
   };
 }
 

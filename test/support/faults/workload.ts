@@ -86,8 +86,8 @@ export class Workload {
     const leases = await Promise.all(got);
     const held: Held[] = [];
     for (const [i, taken] of leases.entries()) {
-      if (!taken) {
-        this.#history.note(`lost holder on ${names[i]} got no lease (busy or failed)`);
+      if (typeof taken === "string") {
+        this.#history.note(`lost holder on ${names[i]} got no lease: ${taken}`);
         continue;
       }
       held.push(taken.held);
@@ -100,10 +100,9 @@ export class Workload {
     const { names, leaseMs, timeoutMs, prefix } = this.#options;
     const locks = lockSet(endpoint, prefix, leaseMs, timeoutMs);
     while (!this.#stopping) {
-      const name = names[random(0, names.length - 1)]!;
-      if (this.#spared.has(name)) continue;
-      const got = await this.#attempt(client, endpoint, locks, name, waits ? 300 : 0);
-      if (!got) continue;
+      const open = names.filter((name) => !this.#spared.has(name));
+      const got = await this.#attempt(client, endpoint, locks, open[random(0, open.length - 1)]!, waits ? 300 : 0);
+      if (typeof got === "string") continue;
       await this.#write(got.held);
       await sleep(random(0, 80));
       await this.#write(got.held);
@@ -113,25 +112,26 @@ export class Workload {
     }
   }
 
-  /** acquire() with waitMs, or tryAcquire(); a failure (not busy) is recorded and followed by a pause. */
+  /**
+   * acquire() with waitMs, or tryAcquire(): the lease, or why there is none ("busy", or the error's
+   * code). A failure (not busy) is recorded and followed by a pause.
+   */
   async #attempt(client: string, endpoint: Endpoint, locks: Locks, name: string, waitMs: number) {
     const callStart = performance.now();
     const era = endpoint.era();
     this.#history.namesTried.add(name);
-    let lease: Lease | null = null;
     try {
-      lease = waitMs > 0 ? await locks.acquire(name, { waitMs }) : await locks.tryAcquire(name);
+      const lease = waitMs > 0 ? await locks.acquire(name, { waitMs }) : await locks.tryAcquire(name);
+      if (lease) return { lease, held: this.#history.receive(client, lease, era, callStart) };
     } catch (error) {
       if (!(error instanceof LockTimeoutError)) {
-        this.#history.fail(callStart, error);
+        const code = this.#history.fail(callStart, error);
         await sleep(150);
+        return code;
       }
     }
-    if (!lease) {
-      await sleep(20);
-      return undefined;
-    }
-    return { lease, held: this.#history.receive(client, lease, era, callStart) };
+    await sleep(20);
+    return "busy";
   }
 
   async #acquireOnce(client: string, endpoint: Endpoint, name: string, leaseMs: number) {
