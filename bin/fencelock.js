@@ -33,6 +33,10 @@ async function loadLocal() {
   try {
     return await import((useSource ? source : built).href);
   } catch (error) {
+    // An optional peer dependency: an edge app's install does not bring a TCP Redis client.
+    if (error?.code === "ERR_MODULE_NOT_FOUND" && /'ioredis'/.test(error.message)) {
+      throw new Error("the local server talks to Redis through ioredis, which is not installed: npm i -D ioredis");
+    }
     if (useSource && error?.code === "ERR_UNKNOWN_FILE_EXTENSION") {
       throw new Error(`Node ${process.version} cannot run TypeScript sources: use Node >= 22.6 ` +
         "(npx/npm scripts use the one in node_modules) or run `npm run build` first");
