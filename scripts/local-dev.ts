@@ -1,0 +1,28 @@
+// Runs an example app against a fresh local Upstash-compatible server, for npm run worker:dev
+// and npm run deno:example; Ctrl-C stops the app, then the server.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { startLocalUpstash, type LocalUpstash } from "../src/local/index.ts";
+
+export const root = fileURLToPath(new URL("..", import.meta.url));
+
+/** The command to run, given the server; it inherits this process's output and environment. */
+export type AppCommand = (server: LocalUpstash) => Promise<{ command: string; args: string[]; env?: Record<string, string> }>;
+
+export async function runWithLocalUpstash(app: AppCommand): Promise<never> {
+  const server = await startLocalUpstash();
+  let code = 1;
+  try {
+    const { command, args, env } = await app(server);
+    const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
+    let stopped = false;
+    const stop = () => ((stopped = true), child.kill("SIGINT"));
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+    // Stopped on request is a clean end, whatever code the app exits with on SIGINT.
+    code = await new Promise<number>((resolve) => child.once("exit", (exitCode) => resolve(stopped ? 0 : exitCode ?? 1)));
+  } finally {
+    await server.close();
+  }
+  process.exit(code);
+}
