@@ -1,20 +1,31 @@
 import { execFileSync } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, writeFileSync, writeSync } from "node:fs";
+import { createHash } from "node:crypto";
+import {
+  closeSync, existsSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 const SOURCE = new URL("./clock-shim.c", import.meta.url).pathname;
 const COMPILERS = [process.env.CC, "cc", "gcc", "clang"].filter((name): name is string => Boolean(name));
 
 let built: Promise<string | null> | undefined;
 
-/** Builds clock-shim.so once per process in a temp dir; null (scenarios skip) when no C compiler works. */
+/**
+ * Builds clock-shim.so once per process, or reuses the one built from the same source before (its
+ * name carries the source's hash, so runs leave one file in the temp dir); null (clock scenarios
+ * skip) when no C compiler works.
+ */
 export function clockShim(): Promise<string | null> {
   built ??= Promise.resolve().then(() => {
-    const output = join(mkdtempSync(join(tmpdir(), "fencelock-shim-")), "clock-shim.so");
+    const hash = createHash("sha1").update(readFileSync(SOURCE)).digest("hex").slice(0, 12);
+    const output = join(tmpdir(), `fencelock-clock-shim-${hash}.so`);
+    if (existsSync(output)) return output;
+    const building = `${output}.${process.pid}.tmp`;
     for (const compiler of COMPILERS) {
       try {
-        execFileSync(compiler, ["-O2", "-shared", "-fPIC", "-o", output, SOURCE], { stdio: "pipe" });
+        execFileSync(compiler, ["-O2", "-shared", "-fPIC", "-o", building, SOURCE], { stdio: "pipe" });
+        renameSync(building, output); // whole, for another process that looks at once
         return output;
       } catch {
         // not installed, or failed: try the next one
@@ -43,6 +54,11 @@ export class ClockOffsetFile {
 
   get offsetMs(): number {
     return this.#offsetMs;
+  }
+
+  /** Deletes the file; a server still mapping it keeps reading the last offset. */
+  remove(): void {
+    rmSync(dirname(this.path), { recursive: true, force: true });
   }
 
   /** Shifts the clock of every process mapping this file to `offsetMs` from true time, at once. */

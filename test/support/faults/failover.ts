@@ -51,7 +51,7 @@ export interface LosingFailover {
   from: RedisProcess;
   to: RedisProcess;
   endpoint: ProxiedEndpoint;
-  /** From the kill to the promotion: the failover gap, less the time since the lost holders' fences were minted. */
+  /** From the kill to the promotion; the failover gap (from the last fence lost) is at least this. */
   gapMs: number;
   /** The lost holders' leaseMs: long, so they still hold their leases locally when they write. */
   stragglerLeaseMs: number;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -29,30 +29,41 @@ export class RedisProcess {
   readonly #exited: Promise<void>;
   #admin: Redis | undefined;
 
-  private constructor(label: string, port: number, child: ChildProcess) {
+  private constructor(label: string, port: number, child: ChildProcess, dir: string) {
     this.label = label;
     this.port = port;
     this.#child = child;
     this.#exited = new Promise((resolve) => child.once("exit", () => resolve()));
     running.add(child);
-    void this.#exited.then(() => running.delete(child));
+    void this.#exited.then(() => {
+      running.delete(child);
+      rmSync(dir, { recursive: true, force: true });
+    });
   }
 
   static async start(label: string, options: RedisProcessOptions = {}): Promise<RedisProcess> {
+    // Another process can take a free port before redis-server binds it: then a fresh one.
+    for (let attempt = 1; ; attempt++) {
+      const server = RedisProcess.#spawn(label, options.port ?? (await freePort()), options);
+      const problem = await server.#waitUntilServing();
+      if (!problem) return server;
+      await server.kill();
+      if (options.port !== undefined || attempt === 3) throw new Error(`redis-server ${label} on port ${server.port} ${problem}`);
+    }
+  }
+
+  static #spawn(label: string, port: number, options: RedisProcessOptions): RedisProcess {
     const binary = findRedisServerBinary();
     if (!binary) throw new Error("redis-server is not on PATH (npm run faults installs it: scripts/ensure-redis.ts)");
-    const port = options.port ?? (await freePort());
+    const dir = mkdtempSync(join(tmpdir(), "fencelock-faults-"));
     const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
       "--daemonize", "no", "--loglevel", "warning", "--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0",
-      "--dir", mkdtempSync(join(tmpdir(), "fencelock-faults-"))];
+      "--dir", dir];
     if (options.replicaOf) args.push("--replicaof", "127.0.0.1", String(options.replicaOf.port));
     const env = options.clock
       ? { ...process.env, LD_PRELOAD: options.clock.shim, FAULT_CLOCK_FILE: options.clock.file.path }
       : process.env;
-    const child = spawn(binary, args, { stdio: "ignore", env });
-    const server = new RedisProcess(label, port, child);
-    await server.#waitUntilServing();
-    return server;
+    return new RedisProcess(label, port, spawn(binary, args, { stdio: "ignore", env }), dir);
   }
 
   get url(): string {
@@ -86,19 +97,21 @@ export class RedisProcess {
     await this.#exited;
   }
 
-  async #waitUntilServing(): Promise<void> {
+  /** Undefined once this child answers on its port; else what went wrong. */
+  async #waitUntilServing(): Promise<string | undefined> {
     const started = performance.now();
-    const exited = this.#exited.then(() => "exited");
+    const exited = this.#exited.then(() => "exited at start (port taken?)");
     while (performance.now() - started < READY_WITHIN_MS) {
       const probe = new Redis(this.port, "127.0.0.1", { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       probe.on("error", () => {});
-      const answer = await Promise.race([probe.connect().then(() => probe.ping()).catch(() => "no"), exited]);
+      const info = probe.connect().then(() => probe.info("server")).catch(() => undefined);
+      const answer = await Promise.race([info, exited]);
       probe.disconnect();
-      if (answer === "PONG") return;
-      if (answer === "exited") throw new Error(`redis-server ${this.label} on port ${this.port} exited at start`);
+      if (answer?.startsWith("exited")) return answer;
+      const pid = answer && Number(/^process_id:(\d+)/m.exec(answer)?.[1]);
+      if (pid) return pid === this.#child.pid ? undefined : `is taken by redis-server pid ${pid}`;
       await sleep(50);
     }
-    await this.kill();
-    throw new Error(`redis-server ${this.label} on port ${this.port} did not answer within ${READY_WITHIN_MS} ms`);
+    return `did not answer within ${READY_WITHIN_MS} ms`;
   }
 }

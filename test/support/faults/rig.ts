@@ -60,6 +60,11 @@ export class Rig {
     return { url: server.url, token: server.token, proxy, era: () => proxy.target?.label ?? "none" };
   }
 
+  /** Runs `close` when the rig closes, after the workload stopped and before the servers are killed. */
+  onClose(close: () => Promise<void> | void): void {
+    this.#closers.push(async () => close());
+  }
+
   /**
    * Names the lost holders take: a few, spread over the names; another few in each `round`, so a
    * late write accepted in one round (outside the condition) cannot hide the next round's.

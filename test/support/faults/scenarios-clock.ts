@@ -24,6 +24,7 @@ async function verifyClock(server: RedisProcess, offsetMs: number): Promise<void
 /** A redis-server whose wall clock reads `offsetMs` from true time, checked before use. */
 async function shiftedRedis(rig: Rig, shim: string, label: string, offsetMs: number, replicaOf?: RedisProcess) {
   const file = new ClockOffsetFile(offsetMs);
+  rig.onClose(() => file.remove());
   const server = await rig.redis(label, { clock: { shim, file }, ...(replicaOf && { replicaOf }) });
   await verifyClock(server, offsetMs);
   return { server, file };
