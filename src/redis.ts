@@ -1,4 +1,4 @@
-import { LockUnavailableError } from "./errors.ts";
+import { LockConfigError, LockUnavailableError } from "./errors.ts";
 import { sha1Hex } from "./keys.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
@@ -60,6 +60,7 @@ export async function runScript(
   values: readonly (string | number)[],
   { timeoutMs, secrets }: RunOptions,
 ): Promise<Reply> {
+  checkConfigured(redis);
   const args = values.map(String);
   const call = async () => {
     try {
@@ -80,6 +81,19 @@ export async function runScript(
     throw unexpectedReply(script);
   }
   return reply;
+}
+
+/**
+ * @upstash/redis builds a client without URL or token (Redis.fromEnv() with the variables unset),
+ * and its calls then retry for seconds before failing as if the network were down.
+ */
+function checkConfigured(redis: RedisClient): void {
+  const http = (redis as { client?: { baseUrl?: unknown } }).client;
+  if (http?.baseUrl === "") {
+    throw new LockConfigError("Redis client", [
+      "it has no URL or token. Set UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN (what Redis.fromEnv() reads), or pass new Redis({ url, token })",
+    ]);
+  }
 }
 
 class RequestTimeout extends Error {}
@@ -113,6 +127,8 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secr
     ? "a read-only token may not run scripts: use the standard one"
     : /WRONGTYPE/.test(reason)
     ? "a key under this prefix is not fencelock's: use another prefix"
+    : /limit exceeded/i.test(reason)
+    ? "the database's request quota is used up: see its plan in the Upstash console"
     : /size|large/i.test(reason)
     ? "the value is too large"
     : "check the Redis URL, token and network";

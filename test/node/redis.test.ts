@@ -163,6 +163,16 @@ describe("a Redis that is down or slow", () => {
     expect(error.message).toMatch(hint);
   });
 
+  it("says the database's request quota is used up, not that Redis is unreachable", async () => {
+    // Upstash's answer once a plan's requests are spent; the message is what is tested.
+    const spent = async () => {
+      throw new Error("ERR max daily request limit exceeded. Limit: 10000, Usage: 10000, command was: [[\"evalsha\"]]");
+    };
+    const { error } = await failure(createLocks({ redis: { evalsha: spent, eval: spent } }).tryAcquire("job"));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(/limit exceeded.*the database's request quota is used up: see its plan in the Upstash console/);
+  });
+
   it("says to use the standard token when Upstash's read-only one may not run scripts", async () => {
     // A client standing in for Upstash's answer to a read-only token; the message is what is tested.
     const refusing = async () => {
