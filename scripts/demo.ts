@@ -19,7 +19,8 @@ export interface DemoResult {
   buyersTurnedAway: number;
   soldOut: number;
   staleRejected: number;
-  errors: number;
+  /** Each unexpected answer, as status and body. */
+  errors: string[];
   seconds: number;
 }
 
@@ -37,12 +38,22 @@ async function applyMigrations(worker: StartedWorker): Promise<void> {
 
 type Outcome = "bought" | "soldOut";
 
+/** The fields the worker's answers carry; an answer that is not JSON (a proxy's, a crash's) has none. */
+function parsed(text: string): { type?: string; soldOut?: boolean } {
+  try {
+    return JSON.parse(text) ?? {};
+  } catch {
+    return {};
+  }
+}
+
 /** One buyer: retries while turned away (423) until it buys or the event is sold out. */
 async function buyer(worker: StartedWorker, tally: DemoResult, pauseMs = 0): Promise<Outcome> {
   let turnedAway = false;
   for (let attempt = 0; attempt < 2_000; attempt++) {
     const response = await worker.fetch("/events/gig/buy", { method: "POST", headers: pauseMs ? { "x-demo-pause-ms": String(pauseMs) } : {} });
-    const body = (await response.json()) as { type?: string; soldOut?: boolean };
+    const text = await response.text();
+    const body = parsed(text);
     pauseMs = 0; // only the first request pauses
     if (response.status === 200) return "bought";
     if (response.status === 409 && body.soldOut) return "soldOut";
@@ -51,7 +62,7 @@ async function buyer(worker: StartedWorker, tally: DemoResult, pauseMs = 0): Pro
       tally.turnedAway++;
       if (!turnedAway) tally.buyersTurnedAway++;
       turnedAway = true;
-    } else tally.errors++;
+    } else tally.errors.push(`${response.status} ${text.slice(0, 300)}`);
     await sleep(300 + Math.random() * 600); // jittered, so retrying buyers do not come back in waves
   }
   throw new Error("a buyer gave up after 2,000 attempts");
@@ -67,7 +78,7 @@ export async function runDemo({ buyers, tickets, leaseMs }: DemoOptions): Promis
   try {
     await applyMigrations(worker);
     await worker.fetch("/events/gig", { method: "PUT", body: JSON.stringify({ name: "The Fences, live", stock: tickets }) });
-    const tally: DemoResult = { sold: 0, oversold: 0, remaining: 0, turnedAway: 0, buyersTurnedAway: 0, soldOut: 0, staleRejected: 0, errors: 0, seconds: 0 };
+    const tally: DemoResult = { sold: 0, oversold: 0, remaining: 0, turnedAway: 0, buyersTurnedAway: 0, soldOut: 0, staleRejected: 0, errors: [], seconds: 0 };
     const started = performance.now();
     // The slow buyer goes first and holds the lock, then pauses past its lease before writing.
     const slow = buyer(worker, tally, leaseMs + 1_000);
@@ -105,11 +116,14 @@ export function table(result: DemoResult, options: DemoOptions): string {
     ["423 answers in all (buyers retry)", result.turnedAway],
     ["buyers who found it sold out", result.soldOut],
     ["stale writes refused by the fence", result.staleRejected],
-    ["other errors", result.errors],
+    ["other errors", result.errors.length],
     ["wall time", `${result.seconds.toFixed(1)} s`],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
-  return rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n");
+  const counts = new Map<string, number>();
+  for (const error of result.errors) counts.set(error, (counts.get(error) ?? 0) + 1);
+  const errors = [...counts].map(([error, n]) => `\n    ${n}x ${error}`).join("");
+  return rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n") + (errors && `\n  other errors, by answer:${errors}`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -99,7 +99,7 @@ describe("scripts/test-lowest-peers.ts", () => {
     expect(await exited).not.toBe(0);
     expect(JSON.parse(await readFile(join(root, "seen.json"), "utf8")).version).toBe(LOWEST.zod);
     expect(await readInstalled(root)).toEqual(LOCKED);
-  }, 20_000);
+  });
 
   // Ctrl-C reaches the whole foreground process group: vitest, and the script blocked in
   // execFileSync, which Node's default SIGINT action ends before its `finally` runs.
@@ -118,7 +118,7 @@ describe("scripts/test-lowest-peers.ts", () => {
       }
     }
     expect(await readInstalled(root)).toEqual(LOCKED);
-  }, 20_000);
+  });
 
   // After an interrupted run node_modules holds the floors: "putting back" what is installed then
   // keeps them there for good, while the README promises the lock file's versions.
@@ -127,5 +127,5 @@ describe("scripts/test-lowest-peers.ts", () => {
     const { exited } = startScript(root);
     expect(await exited).toBe(0);
     expect(await readInstalled(root)).toEqual(LOCKED);
-  }, 20_000);
+  });
 });

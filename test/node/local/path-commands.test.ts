@@ -54,8 +54,9 @@ describe("the path form: /<command>/<arg>/...", () => {
   it("drops trailing slashes, and parses a long run of inner slashes at once", () => {
     expect(parseTarget("/get/k///?a=1").path).toBe("/get/k");
     const started = performance.now();
-    expect(parseTarget(`/get${"/".repeat(50_000)}k`).path).toMatch(/^\/get\/+k$/);
-    expect(performance.now() - started).toBeLessThan(100); // microseconds now; seconds before
+    expect(parseTarget(`/get${"/".repeat(150_000)}k`).path).toMatch(/^\/get\/+k$/);
+    // Quadratic, this length would take about 25 s; linear, a busy machine stays far below the bound.
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it("answers 400 JSON for the path //, whose command name is empty", async () => {

@@ -5,8 +5,9 @@ import { createLocks, type RedisClient } from "../../../src/index.ts";
 import { scriptSha1 } from "../../../src/redis.ts";
 import * as scripts from "../../../src/scripts.gen.ts";
 import { sleep } from "../../../src/wait.ts";
-import { heldLock } from "../../support/lock-set.ts";
+import { heldLock, lockSet } from "../../support/lock-set.ts";
 import { observedRedis } from "../../support/observed-redis.ts";
+import { until } from "../../support/until.ts";
 import { uniquePrefix, upstash } from "../../support/upstash.ts";
 
 /** A push wait of up to 8 s for "gate" through `client`, and how long it took. */
@@ -28,14 +29,21 @@ describe("push wake-ups", () => {
     await lease.release();
   });
 
-  it("falls back to the holder's TTL when the message is lost", async () => {
+  it("falls back to the holder's TTL when the message is lost: one more look, not a poll", async () => {
     const prefix = uniquePrefix("push-lost");
     const holder = await heldLock(prefix, 1_000);
-    const { client } = observedRedis({ dropMessages: true });
-    setTimeout(() => void holder.release(), 100);
-    const { lease, waited } = await pushWaitForGate(client, prefix);
-    expect(waited).toBeGreaterThan(600); // it did sleep on the hinted TTL...
-    expect(waited).toBeLessThan(4_000); // ...and not the whole waitMs
+    const { client, heard } = observedRedis({ dropMessages: true });
+    let attempts = 0;
+    const counting: RedisClient = { ...client, evalsha: (sha, keys, args) => (attempts++, client.evalsha(sha, keys, args)) };
+    const waiting = pushWaitForGate(counting, prefix);
+    // In line, listening: the release hands it the lock, and the message is lost.
+    await until(async () => heard.confirmations > 0 && (await lockSet(prefix).inspect("gate")).waiters === 1, 10_000);
+    const before = attempts;
+    await holder.release();
+    const { lease } = await waiting;
+    expect(lease.fence).toBeGreaterThan(holder.fence);
+    // It slept on the hinted TTL and looked once (polling would look every 50 ms).
+    expect(attempts - before).toBeLessThanOrEqual(2);
     await lease.release();
   });
 
