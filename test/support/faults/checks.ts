@@ -76,14 +76,13 @@ export function overlappingHolds(history: History, earlier: Earlier = every): nu
 
 /**
  * Seconds from `faultAt` until acquires succeed again: until the first lease whose call started
- * after the last acquire that failed (window up to `until`); 0 when none failed, null when no
- * acquire succeeded after the failures.
+ * after the fault and after the last acquire that failed (up to `until`) started; null when none
+ * did. A call in flight when a server stops may fail or not, so only calls made since count.
  */
 export function recoverySeconds(history: History, faultAt: number, until = Number.POSITIVE_INFINITY): number | null {
   const failed = history.failures.filter((failure) => failure.at >= faultAt && failure.at < until);
-  if (!failed.length) return 0;
-  const lastCall = Math.max(...failed.map((failure) => failure.callStart));
-  const next = history.leases.filter((held) => held.callStart > lastCall).map((held) => held.receivedAt);
+  const lastCall = Math.max(faultAt, ...failed.map((failure) => failure.callStart));
+  const next = history.leases.filter((held) => held.callStart >= lastCall).map((held) => held.receivedAt);
   if (!next.length) return null;
   return (Math.min(...next) - faultAt) / 1000;
 }
