@@ -11,9 +11,9 @@
 import { Lock } from "@upstash/lock";
 import { Redis } from "@upstash/redis";
 import { createLocks, type RedisClient } from "../src/index.ts";
-import { lockKeys } from "../src/keys.ts";
-import { scriptSha1 } from "../src/redis.ts";
-import * as scripts from "../src/scripts.gen.ts";
+import { lockKeys } from "../src/core/keys.ts";
+import { scriptSha1 } from "../src/redis/run-script.ts";
+import * as scripts from "../src/redis/scripts.gen.ts";
 import { RedisStats } from "./harness/commandstats.ts";
 import { installFetchCounter } from "./harness/requests.ts";
 import { startServerProcess } from "./harness/server.ts";

@@ -66,7 +66,7 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
       -- Published on the heir's own channel, the SHA-1 of the lock key and its ticket (pushWaiter in
-      -- src/wake.ts): safe in a URL path and an event line, and no other waiter's stream carries
+      -- src/waiting/push.ts): safe in a URL path and an event line, and no other waiter's stream carries
       -- it. The digest with the heir's secret owner token proves the message came from here.
       redis.call('PUBLISH', redis.sha1hex(lock) .. '.' .. ticket, newFence .. ':' .. redis.sha1hex(newFence .. ':' .. heir))
     end

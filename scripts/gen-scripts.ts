@@ -1,10 +1,10 @@
-// Writes src/scripts.gen.ts from lua/*.lua: each script's name and (shortened) text.
+// Writes src/redis/scripts.gen.ts from lua/*.lua: each script's name and (shortened) text.
 // `node scripts/gen-scripts.ts --check` exits 1 when the generated file is stale.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-export const generatedPath = `${root}src/scripts.gen.ts`;
+export const generatedPath = `${root}src/redis/scripts.gen.ts`;
 
 // Comments, line breaks, indentation, spaces around punctuation and long local names stay
 // in lua/ for readers but are not shipped: the text is part of every worker bundle and
@@ -136,7 +136,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (process.argv.includes("--check")) {
     const current = readFileSync(generatedPath, "utf8");
     if (current !== rendered) {
-      console.error("src/scripts.gen.ts is stale: run `npm run gen`.");
+      console.error("src/redis/scripts.gen.ts is stale: run `npm run gen`.");
       process.exit(1);
     }
   } else {

@@ -37,7 +37,7 @@ export function measureAll(): Promise<Measured[]> {
     measure("core with zod/mini bundled in", "src/index.ts", ["@upstash/redis", "hono"]),
     measure("fencelock/hono", "src/hono.ts", ["@upstash/redis", "zod", "hono"]),
     measure("fencelock/http", "src/http.ts", ["@upstash/redis", "zod", "hono"]),
-    measure("fencelock/sql", "src/fenced-sql.ts", ["@upstash/redis", "zod", "hono"]),
+    measure("fencelock/sql", "src/sql.ts", ["@upstash/redis", "zod", "hono"]),
     measure("fencelock/worker", "src/worker.ts", ["@upstash/redis", "zod", "hono"]),
   ]);
 }

@@ -14,16 +14,16 @@ const bin = (name: string) => join(root, "node_modules", ".bin", name);
 
 /** The files that use @upstash/redis's streams, hono's middleware and zod's checks (core and local) in earnest. */
 const FILES = [
-  "test/node/wake/push-stream.test.ts",
-  "test/node/wake/push-fallbacks.test.ts",
-  "test/node/workerd-guard.test.ts",
-  "test/node/lock-guard/options-and-names.test.ts",
-  "test/node/lock-guard/response-lifetime.test.ts",
-  "test/node/lock-guard/proxied-bodies.test.ts",
-  "test/node/locks/lease-lifecycle.test.ts",
-  "test/node/locks/reentrancy-and-with-lock.test.ts",
-  "test/node/locks/aborted-calls.test.ts",
-  "test/node/options.test.ts",
+  "test/node/waiting/push/stream.test.ts",
+  "test/node/waiting/push/fallbacks.test.ts",
+  "test/node/edge/workerd-guard.test.ts",
+  "test/node/edge/lock-guard/options-and-names.test.ts",
+  "test/node/edge/lock-guard/response-lifetime.test.ts",
+  "test/node/edge/lock-guard/proxied-bodies.test.ts",
+  "test/node/lock/lease-lifecycle.test.ts",
+  "test/node/lock/reentrancy-and-with-lock.test.ts",
+  "test/node/lock/aborted-calls.test.ts",
+  "test/node/core/options.test.ts",
   "test/node/local/subscribe.test.ts",
   "test/node/local/cli.test.ts",
 ];

@@ -6,7 +6,7 @@ import { Hono, type Context } from "hono";
 import { createLocks, StaleFenceError, type Locks } from "../src/index.ts";
 import { problemResponse, staleFenceProblem } from "../src/http.ts";
 import { lockGuard, type LockVariables } from "../src/hono.ts";
-import { fencedClaim, fencedWrite, type SqlDatabase } from "../src/fenced-sql.ts";
+import { fencedClaim, fencedWrite, type SqlDatabase } from "../src/sql.ts";
 
 export interface Env {
   DB: SqlDatabase;

@@ -1,7 +1,7 @@
 import { Redis } from "@upstash/redis";
 import { createLocks } from "../../src/index.ts";
-import { LockTimeoutError } from "../../src/errors.ts";
-import type { Lease } from "../../src/lease.ts";
+import { LockTimeoutError } from "../../src/core/errors.ts";
+import type { Lease } from "../../src/lock/lease.ts";
 import type { Endpoint } from "../harness/server.ts";
 import { untilAcquired, type Library, type LockAdapter } from "./types.ts";
 

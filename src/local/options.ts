@@ -1,6 +1,6 @@
 // startLocalUpstash()'s options: checked once, defaults filled in, the caller's object untouched.
 import * as z from "zod/mini";
-import { describeIssue, ms } from "../options.ts";
+import { describeIssue, ms } from "../core/options.ts";
 import { LocalUpstashError } from "./errors.ts";
 import { isRedisUrl, REDIS_URL_SHAPE } from "./redis-failure.ts";
 

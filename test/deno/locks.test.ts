@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { Redis } from "@upstash/redis";
 import { createLocks, LockLostError, LockTimeoutError, LockUnavailableError } from "../../src/index.ts";
-import { scriptSha1 } from "../../src/redis.ts";
-import * as scripts from "../../src/scripts.gen.ts";
+import { scriptSha1 } from "../../src/redis/run-script.ts";
+import * as scripts from "../../src/redis/scripts.gen.ts";
 import { redisFromEnv, sleep, uniquePrefix } from "./support.ts";
 
 const newLocks = (label: string, options: { leaseMs?: number; waitMs?: number } = {}) =>

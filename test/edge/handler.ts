@@ -5,8 +5,8 @@ import { Hono, type Context } from "hono";
 import { createFencedStore, createLocks, StaleFenceError, type Locks, type RedisClient } from "../../src/index.ts";
 import { lockGuard, type LockVariables } from "../../src/hono.ts";
 import { fencedFetch } from "../../src/http.ts";
-import { scriptSha1 } from "../../src/redis.ts";
-import * as scripts from "../../src/scripts.gen.ts";
+import { scriptSha1 } from "../../src/redis/run-script.ts";
+import * as scripts from "../../src/redis/scripts.gen.ts";
 
 /** As Vercel hands them to an edge function; the test sets them. */
 declare const process: { env: Record<string, string> };

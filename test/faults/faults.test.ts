@@ -1,5 +1,5 @@
 /**
- * Redis-level faults, beside the network chaos test (test/node/chaos.test.ts). Each scenario runs
+ * Redis-level faults, beside the network chaos test (test/node/chaos/chaos.test.ts). Each scenario runs
  * the real local server (src/local) and the real @upstash/redis client against real redis-server
  * processes on 127.0.0.1, behind a proxy that stands for the fixed Redis address a failover
  * switches, while clients take locks through the public API and write under their fences to a

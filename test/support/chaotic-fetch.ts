@@ -1,4 +1,4 @@
-import { sleep } from "../../src/wait.ts";
+import { sleep } from "../../src/waiting/backoff.ts";
 
 /** How a chaotic network behaves: a seeded, so replayable, run of delays and lost responses. */
 export interface ChaoticNet {

@@ -1,6 +1,6 @@
 import type { RedisClient } from "../../src/index.ts";
-import { scriptSha1 } from "../../src/redis.ts";
-import * as scripts from "../../src/scripts.gen.ts";
+import { scriptSha1 } from "../../src/redis/run-script.ts";
+import * as scripts from "../../src/redis/scripts.gen.ts";
 import { upstash } from "./upstash.ts";
 
 /** The real client to the local server, with its acquire attempts counted in `attempts.n`. */

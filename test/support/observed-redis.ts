@@ -1,6 +1,6 @@
 import type { RedisClient } from "../../src/index.ts";
-import type { WakeSubscriber } from "../../src/redis.ts";
-import { sleep } from "../../src/wait.ts";
+import type { WakeSubscriber } from "../../src/core/client.ts";
+import { sleep } from "../../src/waiting/backoff.ts";
 import { upstash } from "./upstash.ts";
 
 export interface Tweaks {

@@ -1,7 +1,7 @@
 // The fenced SQL helper run on real SQLite: D1 in workerd, through test/workers/sql/worker.ts's
 // JSON RPC. One worker, with its own in-memory database, per test file.
 import { expect } from "vitest";
-import { addFenceColumnSql, type SqlValue } from "../../src/fenced-sql.ts";
+import { addFenceColumnSql, type SqlValue } from "../../src/fencing/sql/fenced-sql.ts";
 import { startWorker, type StartedWorker } from "../../scripts/worker-runtime.ts";
 import type { Reply, RpcRequest } from "../workers/sql/worker.ts";
 

@@ -1,4 +1,4 @@
-import { sleep } from "../../src/wait.ts";
+import { sleep } from "../../src/waiting/backoff.ts";
 
 /** Polls `check` every 20 ms until it holds; resolves with the time that took, or throws after `withinMs`. */
 export async function until(check: () => Promise<boolean>, withinMs: number): Promise<number> {

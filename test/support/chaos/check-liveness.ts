@@ -1,5 +1,5 @@
 import { createLocks } from "../../../src/index.ts";
-import { QUEUE_ALIVE_MS } from "../../../src/wait.ts";
+import { QUEUE_ALIVE_MS } from "../../../src/waiting/backoff.ts";
 import { until } from "../until.ts";
 import { upstash } from "../upstash.ts";
 import { MAX_LEASE_MS, type ChaosPlan } from "./plan.ts";

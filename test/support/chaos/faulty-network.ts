@@ -1,4 +1,4 @@
-import { sleep } from "../../../src/wait.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import { Dice } from "./dice.ts";
 
 /** How one run's network misbehaves; rates are per mille of requests. */

@@ -1,5 +1,5 @@
 import { LockLostError } from "../../../src/index.ts";
-import { sleep } from "../../../src/wait.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import type { Actor } from "./actor.ts";
 import { describeError } from "./call-checks.ts";
 import type { ReceivedLease } from "./history.ts";

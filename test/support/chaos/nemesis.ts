@@ -1,7 +1,7 @@
 import { Redis as IORedis } from "ioredis";
 import { inject } from "vitest";
-import { lockKeys } from "../../../src/keys.ts";
-import { sleep } from "../../../src/wait.ts";
+import { lockKeys } from "../../../src/core/keys.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import type { Dice } from "./dice.ts";
 import type { History } from "./history.ts";
 import type { ChaosPlan } from "./plan.ts";

@@ -1,5 +1,5 @@
 import type { Locks } from "../../../src/index.ts";
-import { sleep } from "../../../src/wait.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import { heldBy, type Actor } from "./actor.ts";
 import { sampleMutualExclusion } from "./check-mutual-exclusion.ts";
 import type { ReceivedLease } from "./history.ts";

@@ -1,5 +1,5 @@
 import { StaleFenceError } from "../../../src/index.ts";
-import { sleep } from "../../../src/wait.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import type { Actor } from "./actor.ts";
 import type { ReceivedLease, StoreCall } from "./history.ts";
 

@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
-import { lockKeys } from "../../../src/keys.ts";
-import { sleep } from "../../../src/wait.ts";
+import { lockKeys } from "../../../src/core/keys.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import type { Held } from "./history.ts";
 import type { RedisProcess } from "./redis-process.ts";
 import type { ProxiedEndpoint, Rig } from "./rig.ts";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { freePort } from "../../../src/local/free-port.ts";
 import { findRedisServerBinary } from "../../../src/local/redis-binary.ts";
-import { sleep } from "../../../src/wait.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import { ClockOffsetFile } from "./clock-shim.ts";
 
 export interface RedisProcessOptions {

@@ -1,4 +1,4 @@
-import { sleep } from "../../../src/wait.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import { ClockOffsetFile, clockShim, NO_COMPILER } from "./clock-shim.ts";
 import { failOverLosingWrites } from "./failover.ts";
 import type { Form } from "./forms.ts";

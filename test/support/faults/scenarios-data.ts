@@ -1,4 +1,4 @@
-import { sleep } from "../../../src/wait.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import { failOverLosingWrites, waitInSync } from "./failover.ts";
 import type { Form } from "./forms.ts";
 import { Rig } from "./rig.ts";

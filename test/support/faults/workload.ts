@@ -2,7 +2,7 @@ import { Redis } from "@upstash/redis";
 import {
   createLocks, LockTimeoutError, StaleFenceError, type FencedStore, type Lease, type Locks,
 } from "../../../src/index.ts";
-import { sleep } from "../../../src/wait.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import type { Held, History, StoreWrite } from "./history.ts";
 
 /** One address of the lock service: a local server in front of a switching proxy. */

@@ -3,7 +3,7 @@
 import {
   createFencedStore, createLocks, LockLostError, LockTimeoutError, LockUnavailableError, StaleFenceError, type Lease, type Locks,
 } from "../../../src/index.ts";
-import { sleep } from "../../../src/wait.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
 import { uniquePrefix } from "../upstash.ts";
 import {
   fenceOrderViolations, livenessViolations, mutualExclusionViolations, writeOrderViolations, type Held, type Received, type Write,

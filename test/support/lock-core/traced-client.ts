@@ -1,5 +1,6 @@
-import { scriptSha1, type RedisClient } from "../../../src/redis.ts";
-import * as scripts from "../../../src/scripts.gen.ts";
+import type { RedisClient } from "../../../src/core/client.ts";
+import { scriptSha1 } from "../../../src/redis/run-script.ts";
+import * as scripts from "../../../src/redis/scripts.gen.ts";
 import { upstash } from "../upstash.ts";
 
 /**

@@ -3,8 +3,8 @@
 import { Redis } from "@upstash/redis/cloudflare";
 import { Hono } from "hono";
 import { createLocks, type Locks, type RedisClient } from "../../../src/index.ts";
-import { scriptSha1 } from "../../../src/redis.ts";
-import * as scripts from "../../../src/scripts.gen.ts";
+import { scriptSha1 } from "../../../src/redis/run-script.ts";
+import * as scripts from "../../../src/redis/scripts.gen.ts";
 import { lockGuard, type LockVariables } from "../../../src/hono.ts";
 import { fencedFetch } from "../../../src/http.ts";
 import { guardFetch, type WaitUntil } from "../../../src/worker.ts";

@@ -1,8 +1,8 @@
 // Fixture for test/node/fenced-sql/ (started by test/support/sql-worker.ts): a JSON RPC over
 // fetch around the fenced SQL helper, so every statement runs on real SQLite inside workerd's D1.
 import type { D1Database } from "@cloudflare/workers-types/index.ts";
-import { LockError, LockConfigError, StaleFenceError } from "../../../src/errors.ts";
-import { fencedClaim, fencedWrite, sql, type FencedClaim, type FencedRow, type SqlDatabase, type SqlValue } from "../../../src/fenced-sql.ts";
+import { LockError, LockConfigError, StaleFenceError } from "../../../src/core/errors.ts";
+import { fencedClaim, fencedWrite, sql, type FencedClaim, type FencedRow, type SqlDatabase, type SqlValue } from "../../../src/sql.ts";
 
 interface Env {
   DB: D1Database;

@@ -1,0 +1,18 @@
+// What fencelock needs of a Redis client: the contract every client, adapter and mock meets.
+
+/**
+ * The two calls fencelock needs from a Redis client. `new Redis(...)` from
+ * `@upstash/redis` fits it as is; so does any client with the same two methods.
+ */
+export interface RedisClient {
+  evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  /** Only for `wake: "push"`: SUBSCRIBE as @upstash/redis serves it, over server-sent events. */
+  subscribe?(channel: string): WakeSubscriber;
+}
+
+/** The part of @upstash/redis's Subscriber that push wake-ups listen to. */
+export interface WakeSubscriber {
+  on(type: "subscribe" | "message" | "error", listener: (event: unknown) => void): void;
+  unsubscribe(): Promise<void>;
+}

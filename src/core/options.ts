@@ -1,0 +1,107 @@
+import * as z from "zod/mini";
+import { LockConfigError } from "./errors.ts";
+import type { RedisClient } from "./client.ts";
+
+// zod/mini ships no message locale, so every check names its own fix.
+export const ms = (min: number, max: number) =>
+  z.number("expected a number of milliseconds").check(
+    z.int("must be a whole number of milliseconds"),
+    z.minimum(min, `must be at least ${min} ms`),
+    z.maximum(max, `must be at most ${max} ms`),
+  );
+
+const redisClient = z.custom<RedisClient>(
+  (v) => typeof (v as RedisClient | undefined)?.evalsha === "function" && typeof (v as RedisClient | undefined)?.eval === "function",
+  "expected a Redis client such as new Redis({ url, token }) from @upstash/redis",
+);
+
+const prefix = z.string("expected a string").check(
+  z.regex(/^[A-Za-z0-9_.:-]{1,64}$/, "use 1-64 characters from A-Z a-z 0-9 _ . : -"),
+);
+
+const common = {
+  redis: redisClient,
+  /** Namespace for every key; change it to run independent lock sets on one Redis. */
+  prefix: z._default(prefix, "fencelock"),
+  /** Budget for one Redis request, client retries included; past it: LockUnavailableError. */
+  timeoutMs: z._default(ms(50, 60_000), 3_000),
+};
+
+export const locksOptionsSchema = z.strictObject({
+  ...common,
+  /** Lease length. Short leases bound how long a crashed holder blocks others. */
+  leaseMs: z._default(ms(100, 3_600_000), 10_000),
+  /** How long acquire() waits for a busy lock by default. */
+  waitMs: z._default(ms(0, 600_000), 5_000),
+}, "expected an options object");
+
+export const storeOptionsSchema = z.strictObject({
+  ...common,
+  /**
+   * Expire a resource this long after its last claim or write; by default data is kept. A fence
+   * minted longer ago than this is then refused: make it longer than any lease works on a resource.
+   */
+  ttlMs: z.optional(ms(1_000, 10 * 365 * 86_400_000)),
+}, "expected an options object");
+
+export type FencedStoreOptions = z.input<typeof storeOptionsSchema>;
+
+/**
+ * store.read()'s options: strict, so a misspelled `fence` cannot turn a claim into a plain read.
+ * The fence itself is checked as claim() and write() check theirs.
+ */
+export const readOptionsSchema = z.strictObject({ fence: z.optional(z.unknown()) }, "expected an options object");
+
+export type LocksOptions = z.input<typeof locksOptionsSchema>;
+
+/** An owner token, as acquire({ owner }) and resume() take it. */
+export const ownerToken = z.string("expected lease.owner: 32 hex characters").check(
+  z.regex(/^[0-9a-f]{32}$/, "expected lease.owner: 32 hex characters"),
+);
+
+/** What tryAcquire() takes; acquire() takes these too. */
+const attemptOptions = {
+  leaseMs: z.optional(ms(100, 3_600_000)),
+  /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
+  owner: z.optional(ownerToken),
+  // By shape, as signals.ts's isAbortSignal (not imported: a function of its own costs the core
+  // bytes it does not have): a Request's signal in Vercel's Edge Runtime is from another realm.
+  signal: z.optional(z.custom<AbortSignal>((v) => typeof (v as AbortSignal | undefined)?.throwIfAborted == "function", "expected an AbortSignal")),
+  /**
+   * Where a runtime stops a request's work once its response is sent (Workers: `ctx.waitUntil`,
+   * bound), the requests that give up a place in line or a hold the call never received are
+   * handed to it, so that they still reach Redis.
+   */
+  waitUntil: z.optional(z.custom<(work: Promise<unknown>) => void>((v) => typeof v === "function", "expected a function such as (p) => ctx.waitUntil(p)")),
+};
+
+export const tryAcquireOptionsSchema = z.strictObject(attemptOptions, "expected an options object");
+
+export type TryAcquireOptions = z.input<typeof tryAcquireOptionsSchema>;
+
+export const acquireOptionsSchema = z.strictObject({
+  waitMs: z.optional(ms(0, 600_000)),
+  ...attemptOptions,
+  /**
+   * "push" waits on a SUBSCRIBE stream, and the holder's release hands the lock straight to the
+   * first push waiter in line; "poll" (default) backs off and looks again.
+   */
+  wake: z.optional(z.enum(["poll", "push"], 'expected "poll" or "push"')),
+}, "expected an options object");
+
+export type AcquireOptions = z.input<typeof acquireOptionsSchema>;
+
+/** Parses untrusted input once; the caller's object is never mutated. */
+export function parseOptions<S extends z.ZodMiniType>(schema: S, input: unknown, what: string): z.output<S> {
+  const result = z.safeParse(schema, input ?? {});
+  if (result.success) return result.data;
+  throw new LockConfigError(what, result.error.issues.map(describeIssue));
+}
+
+/** One zod issue as a line of a config error: which option, and what is wrong with it. */
+export function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys") {
+    return `unknown option ${issue.keys.map((k) => `"${k}"`).join(", ")}`;
+  }
+  return issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message;
+}

@@ -1,0 +1,172 @@
+import { LockTimeoutError, LockUnavailableError } from "../core/errors.ts";
+import { guardOptionsSchema } from "./guard-options.ts";
+import type { Lease } from "../lock/lease.ts";
+import type { Locks } from "../lock/locks.ts";
+import { parseOptions } from "../core/options.ts";
+import { problemResponse, requestedName, type Problem } from "../fencing/http/problem.ts";
+
+/** The part of a Workers ExecutionContext a guard needs. */
+export interface WaitUntil {
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+export type ReleaseMode = "await" | "waitUntil";
+
+export interface GuardSettings {
+  waitMs: number;
+  leaseMs: number | undefined;
+  wake: "poll" | "push" | undefined;
+  release: ReleaseMode;
+}
+
+/**
+ * lockGuard's and guardFetch's options, checked once when the guard is built (a misspelled
+ * option or a bad value would otherwise be ignored, or fail every request), defaults filled in.
+ */
+export function guardSettings<O extends Partial<GuardSettings>>(options: O, what: string): GuardSettings & { checked: O } {
+  // The guard uses the values checked (`checked`, callbacks too), never a second read of `options`:
+  // a getter could answer differently, and every request would fail. The schema is strict and
+  // transforms nothing, so what it returns is `options`'s own values, in a plain object.
+  const checked = parseOptions(guardOptionsSchema, options, what) as unknown as O;
+  const { waitMs = 0, leaseMs, wake, release = "await" } = checked;
+  return { waitMs, leaseMs, wake, release, checked };
+}
+
+/** The default refusal: application/problem+json, with Retry-After. */
+export function refusalResponse(_request: unknown, { problem, headers }: Refusal): Response {
+  return problemResponse(problem, headers);
+}
+
+/** Why a guarded request was turned away, as a problem and the headers that go with it. */
+export interface Refusal {
+  problem: Problem;
+  headers: Record<string, string>;
+}
+
+/**
+ * Takes the lock for one request, or says why not: a name the request made unusable (400),
+ * busy, or the client gone while waiting (423), or Redis unreachable (503). No name at all is
+ * the app's mistake, thrown.
+ */
+export async function enterGuard(
+  locks: Locks,
+  requested: unknown,
+  { waitMs, leaseMs, wake }: GuardSettings,
+  signal: AbortSignal | undefined,
+  ctx: WaitUntil | undefined,
+): Promise<Lease | Refusal> {
+  const name = requestedName(requested, "lock name");
+  if (typeof name !== "string") return { problem: name, headers: {} };
+  // Workers cancels what a request left running once its response is sent: a wait that gives up
+  // must still give its place in line back.
+  const waitUntil = ctx && ((work: Promise<unknown>) => ctx.waitUntil(work));
+  try {
+    return await locks.acquire(name, { waitMs, leaseMs, wake, signal, waitUntil });
+  } catch (error) {
+    if (error instanceof LockTimeoutError) return locked(error.retryAfterMs);
+    if (error instanceof LockUnavailableError) return unavailable();
+    // The client stopped waiting and went away: nobody reads this answer, and it is no error.
+    if (signal?.aborted) return locked(0);
+    throw error;
+  }
+}
+
+/** Releases: awaited, or with "waitUntil" handed to ctx (where there is one) so the response is not held up. */
+export async function leaveGuard(lease: Lease, ctx: WaitUntil | undefined, mode: ReleaseMode): Promise<void> {
+  // The lease lapses by its TTL if this fails; the handler's own outcome must stand.
+  const released = lease.release().catch(() => undefined);
+  if (ctx && mode === "waitUntil") ctx.waitUntil(released);
+  else await released;
+}
+
+/**
+ * Releases once the response has been sent. A body may be a stream the handler is still
+ * writing, which is guarded work too, so the lease is held until the body has been read to its
+ * end, failed or been cancelled. At the end, "await" releases before the body's last byte goes
+ * out, so the client's next request finds the lock free; "waitUntil" hands the release to ctx.
+ * A HEAD response's body is never sent: it is cancelled, and the lock let go at once.
+ */
+export async function leaveWhenSent(
+  response: Response,
+  lease: Lease,
+  ctx: WaitUntil | undefined,
+  mode: ReleaseMode,
+  method: string,
+): Promise<Response> {
+  try {
+    if (method === "HEAD") {
+      await response.body?.cancel();
+      response = new Response(null, response);
+    }
+    if (!response.body) {
+      await leaveGuard(lease, ctx, mode);
+      return response;
+    }
+    return new Response(releasingBody(response, lease, ctx, mode), response);
+  } catch (error) {
+    // A Response that cannot be passed on (its body locked or used, or not a Response at all).
+    await leaveGuard(lease, ctx, mode);
+    throw error;
+  }
+}
+
+/** The response's body, passed on chunk by chunk, releasing the lease when it ends. */
+function releasingBody(response: Response, lease: Lease, ctx: WaitUntil | undefined, mode: ReleaseMode) {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  // With a Content-Length the client has the whole body with its last byte, not at the end of
+  // the stream: "await" releases before passing that byte on. Not with a Content-Encoding: then
+  // the length is that of the encoded bytes, and fetch() hands on the body decoded, longer.
+  const encoded = !/^(identity)?$/i.test(response.headers.get("Content-Encoding") ?? "");
+  const length = encoded ? Infinity : Number(response.headers.get("Content-Length") || Infinity);
+  let sent = 0;
+  let left: Promise<void> | undefined;
+  const leave = (as: ReleaseMode) => (left ??= leaveGuard(lease, ctx, as));
+  // Nobody waits on a body that failed or was dropped: the release goes to ctx where there is one.
+  const abandon = () => void leave("waitUntil");
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        controller.error(error);
+        return abandon();
+      }
+      if (chunk.done || (sent += chunk.value.byteLength) >= length) {
+        await leave(mode);
+        if (!chunk.done) {
+          // The client has every declared byte. The source may not have ended yet, and releasing
+          // aborted lease.signal, which may be the signal of the fetch that is the source.
+          controller.enqueue(chunk.value);
+          reader.cancel().catch(() => undefined);
+        }
+        return controller.close();
+      }
+      controller.enqueue(chunk.value);
+    },
+    cancel(reason) {
+      // The source first: releasing aborts lease.signal, which may be the signal of the fetch
+      // that is the source, and its cancel would then fail with that abort.
+      const cancelled = reader.cancel(reason).catch(() => undefined);
+      abandon();
+      return cancelled;
+    },
+  });
+}
+
+function locked(retryAfterMs: number): Refusal {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return {
+    problem: { type: "urn:fencelock:problem:locked", title: "Locked", status: 423,
+      detail: `Another request holds this resource; retry in ${seconds} s.`, retryAfter: seconds },
+    headers: { "Retry-After": String(seconds) },
+  };
+}
+
+function unavailable(): Refusal {
+  return {
+    problem: { type: "urn:fencelock:problem:lock-unavailable", title: "Lock service unavailable", status: 503,
+      detail: "The lock could not be taken because Redis did not answer; retry shortly." },
+    headers: { "Retry-After": "1" },
+  };
+}

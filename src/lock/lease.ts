@@ -1,0 +1,150 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// In the emitted lease.d.ts too: Lease is AsyncDisposable, so a project without that lib could not import fencelock.
+import { LockLostError } from "../core/errors.ts";
+import { newToken } from "../core/keys.ts";
+
+export type ReleaseOutcome = "released" | "expired";
+
+/** What a Lease asks of its lock set; kept apart so the Lease knows nothing of Redis. */
+export interface LeaseBackend {
+  /** Extends the lease; the server's new TTL in ms, or null when no longer held. */
+  heartbeat(lease: Lease, leaseMs: number): Promise<number | null>;
+  release(lease: Lease, requestId: string): Promise<ReleaseOutcome>;
+}
+
+export interface LeaseInit {
+  readonly name: string;
+  readonly owner: string;
+  readonly fence: number;
+  readonly leaseMs: number;
+  /** performance.now() deadline; undefined for a resumed lease not yet confirmed. */
+  readonly validUntil: number | undefined;
+}
+
+/** Clock drift allowance: a lease is trusted for slightly less than its TTL. */
+export function driftMs(leaseMs: number): number {
+  return leaseMs * 0.01 + 2;
+}
+
+/**
+ * A held lock. `fence` is the token to hand to downstream storage; `signal` aborts
+ * when the lease lapses, is lost or is released, so fetches made under it stop too.
+ */
+export class Lease implements AsyncDisposable {
+  declare readonly name: string;
+  declare readonly fence: number;
+  readonly #owner: string;
+  readonly #leaseMs: number;
+  readonly #backend: LeaseBackend;
+  readonly #releaseId: string;
+  #validUntil: number | undefined;
+  // Created on first use of `signal`: most leases never need one, and a controller
+  // plus an error per lease is a measurable share of an acquire + release.
+  #controller: AbortController | undefined;
+  #lost: LockLostError | undefined;
+  #lostWhy: string | undefined;
+  #release: Promise<ReleaseOutcome> | undefined;
+
+  constructor(init: LeaseInit, backend: LeaseBackend) {
+    this.name = init.name;
+    this.fence = init.fence;
+    this.#owner = init.owner;
+    this.#leaseMs = init.leaseMs;
+    this.#backend = backend;
+    // One id for every try of this lease's release, so a retried release is a no-op.
+    this.#releaseId = newToken();
+    this.#validUntil = init.validUntil;
+  }
+
+  /** Secret owner token: pass it to resume() or acquire({ owner }); never log it. */
+  get owner(): string {
+    return this.#owner;
+  }
+
+  /** Aborts when the lease lapses, is lost or is released. */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      // #watch aborts it at once for a lease already lost.
+      if (this.#lostWhy !== undefined || this.#validUntil !== undefined) this.#watch();
+    }
+    return this.#controller.signal;
+  }
+
+  /** Milliseconds this lease can still be trusted, by the local monotonic clock; 0 once lapsed. */
+  remainingMs(): number {
+    if (this.#validUntil === undefined || this.#lostWhy !== undefined) return 0;
+    return Math.max(0, this.#validUntil - performance.now());
+  }
+
+  /** Extends the lease to at least its full length. Throws LockLostError when it is no longer held. */
+  async heartbeat(): Promise<void> {
+    this.#throwIfLost();
+    const sentAt = performance.now();
+    // Lost stays lost: a lease that lapsed or was released here while the heartbeat was on its way,
+    // its signal watched or not, is lost whatever came back, a failed request too (as its signal says).
+    const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs).finally(() => this.#throwIfLost());
+    const confirmed = this.#validUntil;
+    // Else never sooner than the deadline it had: a heartbeat that finds the TTL longer than its
+    // leaseMs (another hold's) leaves it as it is, and that TTL counted from sentAt ends sooner than
+    // the one the deadline came from, though the lock never held less (Redis never shortens it).
+    if (ttlMs === null) this.#end("it expired or passed to another holder");
+    else this.#validUntil = Math.max(sentAt + ttlMs - driftMs(ttlMs), confirmed ?? 0);
+    // Lost, or the reply came too late to leave any time of the extension it reports (a resumed
+    // lease has no deadline of its own before this).
+    this.#throwIfLost();
+    // The timer already running sees the new deadline when it fires; only a resumed lease's
+    // signal, read before its first heartbeat, has none yet.
+    if (this.#controller && confirmed === undefined) this.#watch();
+  }
+
+  /**
+   * Gives the hold back. Resolves "released", or "expired" when the lease had already
+   * lapsed; never throws for a lease that is not held. Calling it again is harmless. The lease
+   * is over from the call on: Redis may pass the lock on before the reply comes, or without it.
+   */
+  release(): Promise<ReleaseOutcome> {
+    this.#end("it was released");
+    this.#release ??= this.#backend.release(this, this.#releaseId).catch((error: unknown) => {
+      this.#release = undefined;
+      throw error;
+    });
+    return this.#release;
+  }
+
+  // As withLock: a failed release must not replace the block's own error (a SuppressedError
+  // would), and there is nothing to do about one: the lease lapses by its TTL.
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release().catch(() => undefined);
+  }
+
+  /**
+   * Throws LockLostError once the lease is lost or has lapsed; a resumed lease not yet confirmed
+   * has no time of its own to run out.
+   */
+  #throwIfLost(): void {
+    if (this.#validUntil !== undefined && this.remainingMs() === 0) this.#end("it lapsed before a heartbeat extended it");
+    if (this.#lostWhy !== undefined) throw this.#lostError();
+  }
+
+  /** Marks the lease lost for good; the first reason given is the one reported. */
+  #end(why: string): void {
+    this.#lostWhy ??= why;
+    if (this.#controller && !this.#controller.signal.aborted) this.#controller.abort(this.#lostError());
+  }
+
+  // Called only once #end has set #lostWhy.
+  #lostError(): LockLostError {
+    return (this.#lost ??= new LockLostError(this.name, this.fence, this.#lostWhy!));
+  }
+
+  // A timeout signal keeps no process alive, and cannot be cleared: one runs at a time, so a
+  // lease that heartbeats often leaves at most one behind. Firing at a deadline a heartbeat has
+  // since moved, or a little before performance.now() reaches it, it waits on for the rest (a
+  // lease lost meanwhile has no time left, and #end keeps the first reason).
+  #watch(): void {
+    const waitMs = Math.ceil(this.remainingMs());
+    if (!waitMs) return this.#end("it lapsed before a heartbeat extended it");
+    AbortSignal.timeout(waitMs).addEventListener("abort", () => this.#watch());
+  }
+}

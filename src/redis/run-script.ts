@@ -1,0 +1,136 @@
+import { LockConfigError, LockUnavailableError } from "../core/errors.ts";
+import { sha1Hex } from "../core/keys.ts";
+import type { RedisClient } from "../core/client.ts";
+import type { LuaScript } from "./scripts.gen.ts";
+
+export interface RunOptions {
+  readonly timeoutMs: number;
+  /** Strings (owner tokens) that must never appear in an error message. */
+  readonly secrets?: readonly string[];
+}
+
+/**
+ * How long a retry of a request may still come (the client's own retries, after a reply was lost):
+ * a lock's last fence outlives its lease by this, and a release's or a store write's record of
+ * itself lives this long.
+ */
+export const RETRY_WINDOW_MS = 60_000;
+
+/** A script's reply: our scripts answer flat arrays of integers and strings. */
+export type Reply = readonly (number | string)[];
+
+const digests = new Map<LuaScript, string | Promise<string>>();
+
+/**
+ * The SHA-1 that EVALSHA names a script by, computed once per isolate with Web Crypto: a
+ * few microseconds, where shipping 40 hex characters per script would cost the bundle
+ * about 300 gzip bytes. A test checks it against the server's SCRIPT LOAD. Once known it is
+ * answered as a string, so a script call waits on nothing before its request.
+ */
+export function scriptSha1(script: LuaScript): string | Promise<string> {
+  let digest = digests.get(script);
+  if (!digest) {
+    digest = sha1Hex(script.text).then((hex) => (digests.set(script, hex), hex));
+    digests.set(script, digest);
+  }
+  return digest;
+}
+
+/** Runs a script: EVALSHA first, EVAL only when the server answers NOSCRIPT. Numbers go as decimal text. */
+export async function runScript(
+  redis: RedisClient,
+  script: LuaScript,
+  keys: string[],
+  values: readonly (string | number)[],
+  { timeoutMs, secrets }: RunOptions,
+): Promise<Reply> {
+  checkConfigured(redis);
+  const args = values.map(String);
+  const call = async () => {
+    try {
+      const sha1 = scriptSha1(script);
+      return await redis.evalsha(typeof sha1 == "string" ? sha1 : await sha1, keys, args);
+    } catch (error) {
+      if (!messageOf(error).includes("NOSCRIPT")) throw error;
+      return await redis.eval(script.text, keys, args);
+    }
+  };
+  let reply: unknown;
+  try {
+    reply = await withTimeout(call(), timeoutMs);
+  } catch (error) {
+    throw unavailable(error, script, timeoutMs, secrets);
+  }
+  if (!Array.isArray(reply) || !reply.every((v) => typeof v === "number" || typeof v === "string")) {
+    throw unexpectedReply(script);
+  }
+  return reply;
+}
+
+/**
+ * @upstash/redis builds a client without URL or token (Redis.fromEnv() with the variables unset),
+ * and its calls then retry for seconds before failing as if the network were down.
+ */
+function checkConfigured(redis: RedisClient): void {
+  const http = (redis as { client?: { baseUrl?: unknown } }).client;
+  if (http?.baseUrl === "") {
+    throw new LockConfigError("Redis client", [
+      "it has no URL or token. Set UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN (what Redis.fromEnv() reads), or pass new Redis({ url, token })",
+    ]);
+  }
+}
+
+class RequestTimeout extends Error {}
+
+// The client's own retries go on in the background after the timeout; their late
+// result is ignored, and a lease they might create lapses by its TTL.
+function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new RequestTimeout()), timeoutMs);
+    work.then(resolve, reject).then(() => clearTimeout(timer));
+  });
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secrets: readonly string[] = []) {
+  // @upstash/redis appends the whole command (owner token included) to its messages, and
+  // fetch quotes a URL with credentials in it whole: all from a word's `//` to its last `@` goes
+  // (a password may hold both). A word of 300 characters or more is no use to read, and `\S+@`
+  // would backtrack over it from each of its `//`s (quadratic on a long run of slashes): it goes.
+  // "1000ms": no hint below reads a timeoutMs of 401 as an HTTP status.
+  let reason = error instanceof RequestTimeout
+    ? `no answer within ${timeoutMs}ms, timeoutMs`
+    : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
+  for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
+  const hint = /unauthori[sz]ed|WRONGPASS|\b401\b/i.test(reason)
+    ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"
+    : /NOPERM/.test(reason)
+    ? "a read-only token may not run scripts: use the standard one"
+    : /WRONGTYPE/.test(reason)
+    ? "a key under this prefix is not fencelock's: use another prefix"
+    : /limit exceeded/i.test(reason)
+    ? "the database's request quota is used up: see its plan in the Upstash console"
+    : /size|large/i.test(reason)
+    ? "the value is too large"
+    : "check the Redis URL, token and network";
+  return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hint}.`);
+}
+
+/**
+ * A lock script's reply, typed as five integers so that it destructures without defaults: no
+ * script answers more, and integers() lets through only as many as the script always answers.
+ */
+export type Integers = [number, number, number, number, number];
+
+/** The reply of a script that answers integers only, as many as it always does. */
+export function integers(reply: Reply, script: LuaScript): Integers {
+  if (reply.length === script.replyLength && reply.every(Number.isSafeInteger)) return reply as Integers;
+  throw unexpectedReply(script);
+}
+
+export function unexpectedReply(script: LuaScript): LockUnavailableError {
+  return unavailable("an unexpected reply", script);
+}

@@ -1,0 +1,124 @@
+import { sha1Hex } from "../core/keys.ts";
+import type { RedisClient, WakeSubscriber } from "../core/client.ts";
+import { MIN_RETRY_MS, QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./backoff.ts";
+
+/** How acquire() spends the time between two attempts on a busy lock. */
+export interface Waiter {
+  /** Resolves with a fence when a release handed the lock to this waiter while it slept. */
+  pause(tries: number, busy: Busy, budgetMs: number, signal?: AbortSignal): Promise<number | void>;
+  /** Absent when there is nothing to close. */
+  close?(): Promise<void>;
+}
+
+/** The default: server-hinted, jittered backoff. */
+export const pollWaiter: Waiter = {
+  pause: (tries, busy, budgetMs, signal) => sleep(retryDelayMs(tries, busy, budgetMs), signal),
+};
+
+/**
+ * Push wake-ups over SUBSCRIBE (server-sent events on Upstash). The stream opens after the
+ * first busy attempt and the next attempt waits for its confirmation (as long as it would
+ * sleep anyway), so a release between the two is caught by that attempt and every later one
+ * arrives as a message. The release
+ * takes the lock for the waiter first in line and publishes the new fence (with a digest that
+ * proves it came from the lock's script) on that waiter's own channel, so only it wakes, no other waiter's stream carries the message (no herd, however
+ * long the line), and it needs no further request. Without its message a waiter retries
+ * 50 ms after the holder's TTL runs out, and at least every second to keep its place in line, so a
+ * lost message or an expiry (which publishes nothing) costs little. A stream can also die
+ * without a word (fetch drops a body idle for 5 minutes, and Upstash sends no keep-alives), so
+ * a waiter opens a fresh one every minute.
+ */
+export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string, owner: string): Required<Waiter> {
+  let stream: WakeStream | undefined;
+  let openedAt = 0;
+  return {
+    async pause(tries, busy, budgetMs, signal) {
+      const refreshMs = QUEUE_ALIVE_MS / 2;
+      // As a polling waiter's (retryDelayMs): no sooner than 50 ms, nor more than 50 ms past the TTL.
+      // Free but promised to an earlier waiter (0): a message or the refresh comes next. Free, and
+      // this call's hold came too late to use (-1): no message will come; it looks again in 49 ms.
+      const waitMs = Math.min(busy.busyForMs ? busy.busyForMs + MIN_RETRY_MS : refreshMs, refreshMs, budgetMs);
+      if (stream && performance.now() - openedAt > 60_000) {
+        stream.close().catch(() => undefined);
+        stream = undefined;
+      }
+      if (!stream) {
+        openedAt = performance.now();
+        // release.lua publishes a handover on the heir's own channel, the SHA-1 of the lock key and
+        // its ticket: safe in a URL path and in the comma-separated lines of the event stream.
+        stream = openStream(redis, `${await sha1Hex(lockKey)}.${ticket}`, owner);
+        // The attempt after the confirmation catches a release made before it. Without one in
+        // time (a proxy may buffer the stream) it attempts anyway, and polls until one comes.
+        if (await stream.ready(waitMs, signal)) return;
+      }
+      if (!stream.live) return pollWaiter.pause(tries, busy, budgetMs, signal);
+      return stream.message(waitMs, signal);
+    },
+    // A macrotask later, after the caller has its lease: a stream's teardown is half a millisecond
+    // of work that would otherwise delay every handover.
+    close: () => sleep(0).then(() => stream?.close()),
+  };
+}
+
+interface WakeStream {
+  /** Waits up to `ms` for the confirmation; false if the stream failed instead. */
+  ready(ms: number, signal?: AbortSignal): Promise<boolean>;
+  readonly live: boolean;
+  /** Resolves with the fence of the next handover to this waiter (or one since the last call), or after `ms`. */
+  message(ms: number, signal?: AbortSignal): Promise<number | undefined>;
+  close(): Promise<void>;
+}
+
+function openStream(redis: RedisClient, channel: string, owner: string): WakeStream {
+  let live = false;
+  let failed = false;
+  let granted: number | undefined;
+  const wakers = new Set<() => void>();
+  const wakeAll = () => {
+    for (const wake of wakers) wake();
+  };
+  let subscriber: WakeSubscriber | undefined;
+  try {
+    subscriber = redis.subscribe?.(channel);
+  } catch {
+    // as good as no subscriber: failed
+  }
+  if (subscriber) {
+    subscriber.on("subscribe", () => ((live = true), wakeAll()));
+    subscriber.on("error", () => ((live = false), (failed = true), wakeAll()));
+    // release.lua handed the lock to this waiter: 'fence:digest', where only release.lua and this
+    // waiter know the owner token in the digest, so one who may publish but not read keys cannot forge it.
+    subscriber.on("message", async (event) => {
+      // Any event reads safely so: a field of a primitive is undefined.
+      const [, fence, digest] = /^([1-9]\d{0,15}):([0-9a-f]{40})$/.exec(String((event as { message?: unknown } | null | undefined)?.message)) ?? [];
+      if (!fence || digest !== await sha1Hex(`${fence}:${owner}`) || !Number.isSafeInteger(+fence)) return;
+      granted = +fence;
+      wakeAll();
+    });
+  } else {
+    failed = true;
+  }
+
+  // Waits until `done()` holds, `ms` pass, or the signal aborts; a waker cuts a sleep short to look.
+  const until = async (done: () => boolean, ms: number, signal?: AbortSignal) => {
+    const deadline = performance.now() + ms;
+    while (!done() && performance.now() < deadline) await sleep(deadline - performance.now(), signal, wakers);
+  };
+
+  return {
+    get live() {
+      return live;
+    },
+    async ready(ms, signal) {
+      await until(() => live || failed, ms, signal);
+      return !failed;
+    },
+    async message(ms, signal) {
+      await until(() => granted !== undefined || failed, ms, signal);
+      const fence = granted;
+      granted = undefined;
+      return fence;
+    },
+    close: async () => subscriber?.unsubscribe(),
+  };
+}

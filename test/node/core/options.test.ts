@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest";
+import { createLocks, LockConfigError, type RedisClient } from "../../../src/index.ts";
+
+/** Records calls, each answered as acquire.lua answers a busy lock; the tests below expect none, since bad input must change nothing. */
+function recordingRedis(): RedisClient & { calls: number } {
+  const client = {
+    calls: 0,
+    async evalsha() {
+      client.calls++;
+      return [0, 1000, -1, 0];
+    },
+    async eval() {
+      client.calls++;
+      return [0, 1000, -1, 0];
+    },
+  };
+  return client;
+}
+
+function configError(fn: () => unknown): LockConfigError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(LockConfigError);
+    return error as LockConfigError;
+  }
+  throw new Error("expected a LockConfigError");
+}
+
+describe("createLocks options", () => {
+  it.each([
+    [{}, /redis: expected a Redis client/],
+    [{ redis: {} }, /redis: expected a Redis client/],
+    [{ redis: recordingRedis(), leaseMs: -1 }, /leaseMs: must be at least 100 ms/],
+    [{ redis: recordingRedis(), leaseMs: 1.5 }, /leaseMs: must be a whole number/],
+    [{ redis: recordingRedis(), leaseMs: "10s" }, /leaseMs: expected a number of milliseconds/],
+    [{ redis: recordingRedis(), leaseMs: 1e12 }, /leaseMs: must be at most 3600000 ms/],
+    [{ redis: recordingRedis(), waitMs: Number.NaN }, /waitMs/],
+    [{ redis: recordingRedis(), prefix: "app{1}" }, /prefix: use 1-64 characters/],
+    [{ redis: recordingRedis(), prefix: "" }, /prefix/],
+    [{ redis: recordingRedis(), leaseMS: 5000 }, /unknown option "leaseMS"/],
+  ])("rejects %o with a clear message", (options, message) => {
+    const error = configError(() => createLocks(options as never));
+    expect(error.code).toBe("LOCK_CONFIG");
+    expect(error.message).toMatch(message);
+  });
+
+  it("rejects a non-object", () => {
+    expect(configError(() => createLocks("redis://x" as never)).message).toMatch(/expected an options object/);
+  });
+
+  it("never mutates the caller's options", async () => {
+    const options = Object.freeze({ redis: recordingRedis(), prefix: "app" });
+    const locks = createLocks(options);
+    expect(options).toEqual({ redis: options.redis, prefix: "app" });
+    expect(await locks.tryAcquire("x")).toBeNull();
+  });
+});
+
+describe("lock names and per-call options", () => {
+  const redis = recordingRedis();
+  const locks = createLocks({ redis });
+
+  it.each([
+    ["", /must not be empty/],
+    ["x".repeat(513), /over the limit of 512/],
+    ["bad\uD800surrogate", /unpaired UTF-16 surrogate/],
+    [42, /expected a string, got number/],
+  ])("rejects the name %j before any request", async (name, message) => {
+    await expect(locks.tryAcquire(name as string)).rejects.toThrow(message);
+    await expect(locks.acquire(name as string)).rejects.toBeInstanceOf(LockConfigError);
+    await expect(locks.inspect(name as string)).rejects.toBeInstanceOf(LockConfigError);
+    expect(redis.calls).toBe(0);
+  });
+
+  it.each([
+    [{ waitMs: -5 }, /waitMs: must be at least 0 ms/],
+    [{ leaseMs: 10 }, /leaseMs: must be at least 100 ms/],
+    [{ owner: "alice" }, /owner: expected lease.owner/],
+    [{ signal: "stop" }, /signal: expected an AbortSignal/],
+    [{ waitMS: 100 }, /unknown option "waitMS"/],
+  ])("rejects acquire options %o", async (options, message) => {
+    await expect(locks.acquire("job", options as never)).rejects.toThrow(message);
+    expect(redis.calls).toBe(0);
+  });
+
+  it("rejects waitMs on tryAcquire, which never waits", async () => {
+    await expect(locks.tryAcquire("job", { waitMs: 100 } as never)).rejects.toThrow(/unknown option "waitMs"/);
+  });
+
+  it.each([
+    [{ name: "job", owner: "A".repeat(32), fence: 5 }, /owner/],
+    [{ name: "job", owner: "a".repeat(32), fence: 1.5 }, /fence/],
+    [{ name: "job", owner: "a".repeat(32), fence: -1 }, /fence/],
+    [{ name: "job", owner: "a".repeat(32), fence: 2 ** 53 }, /fence/],
+    [{ name: "job", owner: "a".repeat(32), fence: "12" }, /fence/],
+    [{ name: "", owner: "a".repeat(32), fence: 12 }, /must not be empty/],
+    // A lease sent as JSON and passed on as text, unparsed: told it is no lease, not a bad name.
+    [JSON.stringify({ name: "job", owner: "a".repeat(32), fence: 12 }), /^Invalid lease to resume: expected lease.owner/],
+    [null, /^Invalid lease to resume: expected lease.owner/],
+  ])("refuses to resume a malformed or forged lease %o", (held, message) => {
+    expect(configError(() => locks.resume(held as never)).message).toMatch(message);
+  });
+});

@@ -1,0 +1,90 @@
+// What `npm run bench` reports must be what it measured. None of these needs the local server:
+// fake libraries and a fake INFO stand in, as the scenarios' arithmetic is what is tested.
+import { describe, expect, it } from "vitest";
+import type { Library, LockAdapter } from "../../../bench/adapters/types.ts";
+import type { RedisStats } from "../../../bench/harness/commandstats.ts";
+import { summarize } from "../../../bench/harness/stats.ts";
+import { sleep } from "../../../bench/harness/timing.ts";
+import type { BenchResults } from "../../../bench/report/results.ts";
+import { p99 } from "../../../bench/report/format.ts";
+import { evaluateTargets } from "../../../bench/report/targets.ts";
+import { runContention } from "../../../bench/scenarios/contention.ts";
+import type { HandoffRow } from "../../../bench/scenarios/handoff.ts";
+import { throughputMetrics } from "../../../bench/scenarios/metrics.ts";
+import { runScaling } from "../../../bench/scenarios/scaling.ts";
+
+/** A lock that takes ~1 ms to acquire and never contends (each test keeps its clients apart). */
+function fakeLibrary(seen: Set<string> = new Set()): Library {
+  return {
+    id: "fake",
+    label: "fake",
+    transport: "tcp",
+    settings: "",
+    connect: async (): Promise<LockAdapter<unknown>> => ({
+      name: "fake",
+      exhausted: 0,
+      acquire: async (name: string) => {
+        seen.add(name);
+        await sleep(1);
+        return name;
+      },
+      release: async () => undefined,
+      close: async () => undefined,
+    }),
+  };
+}
+
+const noStats = { commands: async () => ({}) } as unknown as RedisStats;
+
+describe("scaling over contenders", () => {
+  // The 0–100 ms rejoin jitter keeps several clients out of step; alone, it would set the pace
+  // (14.5–19 sections/s for every library, redlock included).
+  it("one contender runs at the library's pace, not at the rejoin jitter's", async () => {
+    const run = await runContention(
+      fakeLibrary(),
+      { clients: 1, durationMs: 400, holdMs: 0, rejoin: "after-handoff", pickName: () => "one" },
+      noStats,
+    );
+    // ~1 ms a cycle: hundreds a second; with the 0–100 ms jitter about 20.
+    expect(throughputMetrics([run]).sectionsPerSec).toBeGreaterThan(100);
+  });
+});
+
+describe("scaling over distinct names", () => {
+  // A 2 s cell does about 1,200 cycles: a round-robin over 10,000 names left most of them unused.
+  it("puts every one of the N names in play in an N-names cell", async () => {
+    const seen = new Set<string>();
+    await runScaling(
+      [fakeLibrary(seen)],
+      [],
+      { cellMs: 300, names: [10_000], namesClients: 16, contenders: [], holdMs: 0 },
+      noStats,
+    );
+    expect([...seen].filter((name) => name.startsWith("scale:10000:")).length).toBe(10_000);
+  });
+});
+
+describe("target check", () => {
+  // A push row with no handoff to a waiter has p50 NaN, and `NaN <= 5` is false.
+  it("reports a push p50 that could not be measured as not measured, not as missed", () => {
+    const row = (id: string, gaps: number[]) =>
+      ({ id, label: id, available: true, toWaiterGapMs: summarize(gaps), toWaiterGaps: gaps, gapMs: summarize(gaps), gaps }) as unknown as HandoffRow;
+    const results = {
+      plans: { handoff: { clients: 8, durationMs: 8_000, rounds: 2, holdMs: 5 } },
+      push: { available: true },
+      uncontended: [],
+      handoff: { immediate: [], toWaiter: [row("fencelock-push", []), row("upstash-lock", [10, 12, 14])] },
+      requestFloor: { pauseMs: 5, afterPauseMs: summarize([2]), backToBackMs: summarize([1]) },
+    } as unknown as BenchResults;
+    const targets = evaluateTargets(results).filter((t) => t.text.startsWith("Push handoff"));
+    expect(targets.map((t) => t.met)).toEqual([null, null]);
+  });
+});
+
+describe("tables", () => {
+  it("show a p99 only from 100 samples or more: under that it is no more than the largest", () => {
+    const ms = (n: number) => summarize(Array.from({ length: n }, (_, i) => i + 1));
+    expect(p99(ms(99))).toBe("n/a");
+    expect(p99(ms(100))).toBe("99.0");
+  });
+});

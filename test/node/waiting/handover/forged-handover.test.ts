@@ -1,0 +1,35 @@
+// A handover message names its fence and a digest of that fence with the heir's owner token,
+// which only the heir and the lock's own keys know: a client that may publish, but not read the
+// lock's keys, cannot hand a waiter a lock it does not hold.
+import { Redis as Ioredis } from "ioredis";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { until } from "../../../support/until.ts";
+import { lockSet } from "../../../support/lock-set.ts";
+import { uniquePrefix, upstash } from "../../../support/upstash.ts";
+
+const direct = new Ioredis(inject("upstash").redisUrl);
+afterAll(() => void direct.disconnect());
+
+describe("a forged handover", () => {
+  it("does not hand a push waiter the lock: it waits for the real release", async () => {
+    const prefix = uniquePrefix("forged");
+    const holder = await lockSet(prefix).acquire("gate");
+    const waiting = lockSet(prefix).acquire("gate", { waitMs: 20_000, wake: "push" });
+    // PUBSUB CHANNELS shows the waiter's channel to anyone who may run it.
+    const channel = async () => (await direct.pubsub("CHANNELS", "*")).find((name) => typeof name === "string" && name.includes("."));
+    await until(async () => (await channel()) !== undefined, 10_000);
+    const forged = (Date.now() + 60_000) * 1_000;
+    for (const message of [String(forged), `${forged}:${"0".repeat(40)}`]) {
+      expect(await upstash().publish(String(await channel()), message)).toBeGreaterThan(0);
+    }
+    // Still waiting: a lease with the forged fence would outrank every honest holder at a store.
+    const early = await Promise.race([waiting.then((lease) => lease.fence), new Promise((resolve) => setTimeout(resolve, 1_500, "waiting"))]);
+    expect(early).toBe("waiting");
+    await holder.release();
+    const lease = await waiting;
+    expect(lease.fence).toBeGreaterThan(holder.fence);
+    expect(lease.fence).toBeLessThan(forged);
+    expect(await lockSet(prefix).inspect("gate")).toMatchObject({ held: true, fence: lease.fence });
+    await lease.release();
+  });
+});
