@@ -1,22 +1,23 @@
 -- Acquire a lease, or join it reentrantly when the caller already owns it. Waiters queue
 -- in arrival order, so a free lock goes to the longest waiter, not to whoever asks first.
--- KEYS[1] lock hash {owner, fence, holds, q:<requestId>...}
+-- KEYS[1] lock hash {owner, fence, holds, q:<ticket>...}
 -- KEYS[2] fence hash {last}: the last fence minted
 -- KEYS[3] queue zset (ticket -> arrival, µs), KEYS[4] alive zset (ticket -> expiry, ms)
--- ARGV owner, ticket (the acquire call's request id; a push waiter appends
---      '.owner.leaseMs.fenceTtlMs' so that release.lua can hand it the lock), leaseMs, fenceTtlMs,
---      queueMs (how long the ticket stays queued without another attempt; 0 = do not queue)
 -- Reply (always four integers) {1, fence, holds, ttlMs} when held by the caller,
---       {0, ttlMs, position, newest} when busy (ttlMs 0: free but promised to an earlier
---       waiter; below 0: free, but the clock must first pass the last fence, in -ttlMs;
---       position: the caller's place in the queue, -1 when not queued; newest: no
---       lower than any fence minted so far, so a push waiter can tell a handover after this
---       attempt from one before it, which this attempt shows has lapsed).
+--       {0, ttlMs, position, newest} when busy. ttlMs 0: free but promised to an earlier waiter;
+--       below 0: free once the clock passes the last fence, in -ttlMs. position: in the queue, -1
+--       when not queued. newest: no lower than any fence minted yet, so a push waiter can tell a
+--       handover after this attempt from one before it (which has lapsed).
 local lock, fenceKey, queue, alive = unpack(KEYS)
-local owner, ticket = ARGV[1], ARGV[2]
+local owner = ARGV[1]
+-- The call's request id; a push waiter's adds '.owner.leaseMs.fenceTtlMs' for release.lua.
+local ticket = ARGV[2]
 local seen = 'q:' .. ticket
--- fenceTtlMs stays a string: PEXPIRE is all it is used for.
-local leaseMs, fenceTtlMs, queueMs = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
+local leaseMs = tonumber(ARGV[3])
+-- A string: PEXPIRE is all it is used for.
+local fenceTtlMs = ARGV[4]
+-- How long the ticket stays queued without another attempt; 0: do not queue.
+local queueMs = tonumber(ARGV[5])
 local t = redis.call('TIME')
 local nowUs = t[1] * 1000000 + t[2]
 local nowMs = math.floor(nowUs / 1000)
@@ -32,7 +33,7 @@ if queued then
   end
 end
 
--- A caller that holds the lock, by taking it or by joining its owner's hold, waits no longer.
+-- A caller that holds the lock, taken or joined, waits no longer.
 local function leaveLine()
   if queued then
     redis.call('ZREM', queue, ticket)
@@ -55,9 +56,8 @@ if not cur[1] then
   local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
-    -- A ticket missing from alive (evicted) says nothing of when it stopped asking, and each
-    -- waiter's attempt keeps the line alive: it would hold a free lock back for good. It goes, as
-    -- does one whose place ran out that the sweep above (at most 100) did not reach.
+    -- A head evicted from alive would hold a free lock back for good (others' attempts keep the
+    -- line alive): it goes, as does one past its time that the sweep (100 at most) missed.
     while head and head ~= ticket and tonumber(redis.call('ZSCORE', alive, head) or 0) <= nowMs do
       redis.call('ZREM', queue, head)
       head = redis.call('ZRANGE', queue, 0, 0)[1]
@@ -70,8 +70,8 @@ if not cur[1] then
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
   local minted = math.max(last + 1, nowUs)
-  -- Never more than 1 s ahead of this clock, so a failover that loses this fence and comes more
-  -- than 1 s (plus the new clock's lag) later mints above it. Until then: busy, for -ms.
+  -- At most 1 s ahead of this clock, so a failover that loses this fence over 1 s (plus clock
+  -- lag) later still mints above it. Until then: busy, for -ms.
   if minted > nowUs + 1000000 then
     return waitInLine(-math.ceil((minted - nowUs - 1000000) / 1000), last)
   end
@@ -89,7 +89,7 @@ if cur[1] ~= owner then
 end
 
 leaveLine()
--- A retried request (same requestId) must not count a second hold.
+-- A retried request (same ticket) must not count a second hold.
 local holds = tonumber(cur[3])
 if redis.call('HSETNX', lock, seen, 1) == 1 then
   holds = redis.call('HINCRBY', lock, 'holds', 1)

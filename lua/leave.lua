@@ -1,11 +1,9 @@
--- Take a waiter out of line when it stops waiting (gave up, was aborted, or failed), so a
--- free lock is not held back for it until its ticket expires. A hold taken for it that it
--- never received (handed over by release.lua, or an attempt whose reply was lost or came too
--- late) is given back; the next in line finds the lock free on its next look, within a second.
+-- Take a waiter out of line when it stops waiting, so it holds no free lock back, and give back
+-- any hold taken for it that it never received (a handover, or a reply lost or too late).
 -- Sent only as an acquire() call ends, so a late duplicate finds no hold that anyone received.
 -- KEYS[1] lock hash, KEYS[2] fence hash (unused), KEYS[3] queue zset, KEYS[4] alive zset
--- ARGV ticket (as queued)
 local lock, fenceKey, queue, alive = unpack(KEYS)
+-- As queued.
 local ticket = ARGV[1]
 redis.call('ZREM', queue, ticket)
 redis.call('ZREM', alive, ticket)

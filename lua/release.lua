@@ -4,11 +4,15 @@
 -- KEYS[1] lock hash, KEYS[2] fence hash, KEYS[3] queue zset, KEYS[4] alive zset,
 -- KEYS[5] this lease's release records (one hash per fence: 'owner' once the last hold went,
 --         and each earlier release's id)
--- ARGV owner, fence, requestId, retryWindowMs (how long a retry of this release may still come)
 -- Reply {1, holdsLeft} when this call (or an earlier try of it) released, {0, 0} when
 -- the lease had already expired or changed hands.
 local lock, fenceKey, queue, alive, released = unpack(KEYS)
-local owner, fence, seen, retryWindowMs = ARGV[1], ARGV[2], 'q:' .. ARGV[3], ARGV[4]
+local owner = ARGV[1]
+local fence = ARGV[2]
+-- This release's id (random, known only to its lease), as a field name.
+local seen = 'q:' .. ARGV[3]
+-- How long a retry of this release may still come.
+local retryWindowMs = ARGV[4]
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds', seen)
 if cur[1] == owner and cur[2] == fence then
   local holds = tonumber(cur[3])
@@ -17,20 +21,16 @@ if cur[1] == owner and cur[2] == fence then
     return {1, holds}
   end
   if holds > 1 then
-    -- Remembered outside the lock, which leave.lua or the TTL may delete with the mark below in
-    -- it, by this release's id (random, known only to its lease), beside the other releases of
-    -- this lease. Written first, as below.
+    -- Also remembered outside the lock, which leave.lua or the TTL may delete. Written first, as below.
     redis.call('HSET', released, seen, 1)
     redis.call('PEXPIRE', released, retryWindowMs)
-    -- Marked in the lock, for as long as it stands: however late a retry, while other holds
-    -- remain it must not give back a second one.
+    -- Marked in the lock while it stands: a retry, however late, must not give back a second hold.
     redis.call('HSET', lock, seen, 1)
     return {1, redis.call('HINCRBY', lock, 'holds', -1)}
   end
-  -- Remembered, under this lease's fence, so that a retry of this release (or of any release of
-  -- this lease's, a resumed copy's too) reports "released" however many leases came and went
-  -- before it. Its retries come within the window. Written first: without its key (KEYS[5]) the
-  -- script fails here, before it has changed anything.
+  -- Remembered under this lease's fence, so that a retry of any of its releases (a resumed copy's
+  -- too) reports "released" whatever came since. Written first: without KEYS[5] the script fails
+  -- here, having changed nothing.
   redis.call('HSET', released, 'owner', owner)
   redis.call('PEXPIRE', released, retryWindowMs)
   redis.call('DEL', lock)
@@ -49,12 +49,10 @@ if cur[1] == owner and cur[2] == fence then
     -- them); a polling one as its ticket alone, and finds the lock free on its next look.
     local head = redis.call('ZRANGE', queue, 0, 0)[1] or ''
     local ticket, heir, leaseMs, fenceTtlMs = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)$')
-    -- Only to a waiter still asking: the sweep takes at most 100, and a place evicted from alive
-    -- says nothing of when its waiter stopped. Handed the lock, one that stopped would hold it
-    -- for its whole lease; passed over, it leaves the lock free for the next look of those behind.
     local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
     local minted = math.max(last + 1, nowUs)
-    -- As acquire.lua: never a fence more than 1 s ahead of this clock.
+    -- As acquire.lua: never a fence over 1 s ahead of this clock. Only to a head still asking (the
+    -- sweep stops at 100, an evicted place tells nothing): one that stopped would hold a whole lease.
     if ticket and minted <= nowUs + 1000000 and tonumber(redis.call('ZSCORE', alive, head) or 0) > nowMs then
       -- Taken as acquire.lua takes it, marked with the waiter's ticket so that its own next
       -- attempt (the message was lost) finds it held, and leave.lua can give it back.
@@ -65,9 +63,8 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('PEXPIRE', fenceKey, fenceTtlMs)
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
-      -- Published on the heir's own channel, the SHA-1 of the lock key and its ticket (pushWaiter in
-      -- src/waiting/push.ts): safe in a URL path and an event line, and no other waiter's stream carries
-      -- it. The digest with the heir's secret owner token proves the message came from here.
+      -- On the heir's own channel (see pushWaiter in src/waiting/push.ts); the digest with its
+      -- secret owner token proves the message came from here.
       redis.call('PUBLISH', redis.sha1hex(lock) .. '.' .. ticket, newFence .. ':' .. redis.sha1hex(newFence .. ':' .. heir))
     end
   end

@@ -2,35 +2,38 @@
 -- or, given a value, store it. Either only when the fence is at least the highest seen. Without
 -- a fence (''), only read: the value and the highest fence seen, claiming nothing.
 -- KEYS[1] resource hash {value, fence}, KEYS[2] this call's write record (one key per write)
--- ARGV fence (canonical decimal, or ''), ttlMs (0 = keep no TTL), retryWindowMs (how long a
---      retry of this write may still come), value (absent for a claim)
 -- Reply {1, fence, 'v:' .. value} when accepted, or read, and a value exists (none is sent back
 -- for a write), {1, fence} when accepted otherwise, {0, highest} when the fence is stale. The
 -- fence is the highest seen, which an accepted one now is.
 local key, written = unpack(KEYS)
-local fence, ttlMs, retryWindowMs, value = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+-- Canonical decimal, or ''.
+local fence = ARGV[1]
+-- 0: keep no TTL.
+local ttlMs = tonumber(ARGV[2])
+-- How long a retry of this write may still come.
+local retryWindowMs = ARGV[3]
+-- Absent for a claim or a read.
+local value = ARGV[4]
 local cur = redis.call('HMGET', key, 'fence', 'value')
 local highest = tonumber(cur[1]) or 0
 if fence ~= '' or value then
   local number = tonumber(fence)
   local t = redis.call('TIME')
   local nowUs = t[1] * 1000000 + t[2]
-  -- Checked here too, whoever runs this script: one malformed fence stored would outrank every
-  -- honest holder, and one minted (server time in µs) more than an hour from now is forged. That
-  -- bound is far below 2^53, so no fence that lost digits as a double gets past it either.
+  -- Checked here too, whoever runs this script: a malformed or forged (over an hour ahead) fence
+  -- stored would outrank every honest holder. That bound is far below 2^53, where digits get lost.
   if not string.match(fence, '^[1-9][0-9]*$') or number > nowUs + 3600000000 then
     return redis.error_reply('ERR fencelock: malformed fence')
   end
-  -- A retry of a write that was applied (its reply lost) answers as the write did, and changes
-  -- nothing: since then the next holder may have claimed the resource, or this one written again.
-  -- Looked up for a claim too: a call without KEYS[2] (the layout before write records, whose
-  -- value would pass for the window here) fails on it, before it has changed anything.
+  -- A retry of an applied write answers as it did and changes nothing: the next holder may have
+  -- claimed since, or this one written again. Looked up for a claim too: an old-layout call (no
+  -- KEYS[2], its value where the window goes) fails here, having changed nothing.
   if redis.call('GET', written) == fence and value then
     return {1, number}
   end
   if not cur[1] and ttlMs > 0 then
-    -- An expiring record takes the highest fence it saw with it once idle for ttlMs. Every fence
-    -- seen before was minted before then, so a fence that old is refused.
+    -- A record idle for ttlMs expired with its highest fence; every fence it saw was minted
+    -- before then, so a fence that old is refused.
     highest = nowUs - ttlMs * 1000
   end
   if number < highest then

@@ -10,19 +10,19 @@ export interface LuaScript {
 export const acquire: LuaScript = {
   name: "acquire",
   replyLength: 4,
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS)local f,g=ARGV[1],ARGV[2]local h='q:'..g local i,j,k=tonumber(ARGV[3]),ARGV[4],tonumber(ARGV[5])local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end end local function q()if o then a('ZREM',d,g)a('ZREM',e,g)end end local function r(s,t)if k<=0 then return{0,s,-1,t}end a('ZADD',d,'NX',m,g)a('ZADD',e,n+k,g)a('PEXPIRE',d,k)a('PEXPIRE',e,k)return{0,s,a('ZRANK',d,g),t}end local u=a('HMGET',b,'owner','fence','holds')if not u[1]then local v=tonumber(a('HGET',c,'last'))or 0 if o then local w=a('ZRANGE',d,0,0)[1]while w and w~=g and tonumber(a('ZSCORE',e,w)or 0)<=n do a('ZREM',d,w)w=a('ZRANGE',d,0,0)[1]end if w and w~=g then return r(0,math.max(v,m))end end local x=math.max(v+1,m)if x>m+1000000 then return r(-math.ceil((x-m-1000000)/1000),v)end q()local y=string.format('%d',x)a('HSET',b,'owner',f,'fence',y,'holds',1,h,1)a('PEXPIRE',b,i)a('HSET',c,'last',y)a('PEXPIRE',c,j)return{1,tonumber(y),1,i}end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2]))end q()local z=tonumber(u[3])if a('HSETNX',b,h,1)==1 then z=a('HINCRBY',b,'holds',1)end local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,tonumber(u[2]),z,s}",
+  text: "local a=redis.call local b,c,d,e=unpack(KEYS)local f=ARGV[1]local g=ARGV[2]local h='q:'..g local i=tonumber(ARGV[3])local j=ARGV[4]local k=tonumber(ARGV[5])local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end end local function q()if o then a('ZREM',d,g)a('ZREM',e,g)end end local function r(s,t)if k<=0 then return{0,s,-1,t}end a('ZADD',d,'NX',m,g)a('ZADD',e,n+k,g)a('PEXPIRE',d,k)a('PEXPIRE',e,k)return{0,s,a('ZRANK',d,g),t}end local u=a('HMGET',b,'owner','fence','holds')if not u[1]then local v=tonumber(a('HGET',c,'last'))or 0 if o then local w=a('ZRANGE',d,0,0)[1]while w and w~=g and tonumber(a('ZSCORE',e,w)or 0)<=n do a('ZREM',d,w)w=a('ZRANGE',d,0,0)[1]end if w and w~=g then return r(0,math.max(v,m))end end local x=math.max(v+1,m)if x>m+1000000 then return r(-math.ceil((x-m-1000000)/1000),v)end q()local y=string.format('%d',x)a('HSET',b,'owner',f,'fence',y,'holds',1,h,1)a('PEXPIRE',b,i)a('HSET',c,'last',y)a('PEXPIRE',c,j)return{1,tonumber(y),1,i}end if u[1]~=f then return r(a('PTTL',b),tonumber(u[2]))end q()local z=tonumber(u[3])if a('HSETNX',b,h,1)==1 then z=a('HINCRBY',b,'holds',1)end local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,tonumber(u[2]),z,s}",
 };
 
 export const heartbeat: LuaScript = {
   name: "heartbeat",
   replyLength: 2,
-  text: "local a=redis.call local b,c=unpack(KEYS)local u=a('HMGET',b,'owner','fence')if u[1]~=ARGV[1]or u[2]~=ARGV[2]then return{0,0}end local i,j=tonumber(ARGV[3]),ARGV[4]local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,s}",
+  text: "local a=redis.call local b,c=unpack(KEYS)local f=ARGV[1]local A=ARGV[2]local i=tonumber(ARGV[3])local j=ARGV[4]local u=a('HMGET',b,'owner','fence')if u[1]~=f or u[2]~=A then return{0,0}end local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,s}",
 };
 
 export const inspect: LuaScript = {
   name: "inspect",
   replyLength: 5,
-  text: "local a=redis.call local b,c,d=unpack(KEYS)local u=a('HMGET',b,'owner','fence','holds')local A=a('ZCARD',d)if not u[1]then local v=tonumber(a('HGET',c,'last'))or 0 return{0,v,0,0,A}end return{1,tonumber(u[2]),a('PTTL',b),tonumber(u[3]),A}",
+  text: "local a=redis.call local b,c,d=unpack(KEYS)local u=a('HMGET',b,'owner','fence','holds')local B=a('ZCARD',d)if not u[1]then local v=tonumber(a('HGET',c,'last'))or 0 return{0,v,0,0,B}end return{1,tonumber(u[2]),a('PTTL',b),tonumber(u[3]),B}",
 };
 
 export const leave: LuaScript = {
@@ -34,16 +34,16 @@ export const leave: LuaScript = {
 export const release: LuaScript = {
   name: "release",
   replyLength: 2,
-  text: "local a=redis.call local b,c,d,e,B=unpack(KEYS)local f,C,h,D=ARGV[1],ARGV[2],'q:'..ARGV[3],ARGV[4]local u=a('HMGET',b,'owner','fence','holds',h)if u[1]==f and u[2]==C then local z=tonumber(u[3])if u[4]then return{1,z}end if z>1 then a('HSET',B,h,1)a('PEXPIRE',B,D)a('HSET',b,h,1)return{1,a('HINCRBY',b,'holds',-1)}end a('HSET',B,'owner',f)a('PEXPIRE',B,D)a('DEL',b)if a('EXISTS',d)==1 then local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end local w=a('ZRANGE',d,0,0)[1]or ''local g,E,i,j=string.match(w,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')local v=tonumber(a('HGET',c,'last'))or 0 local x=math.max(v+1,m)if g and x<=m+1000000 and tonumber(a('ZSCORE',e,w)or 0)>n then local y=string.format('%d',x)a('HSET',b,'owner',E,'fence',y,'holds',1,'q:'..w,1)a('PEXPIRE',b,i)a('HSET',c,'last',y)a('PEXPIRE',c,j)a('ZREM',d,w)a('ZREM',e,w)a('PUBLISH',redis.sha1hex(b)..'.'..g,y..':'..redis.sha1hex(y..':'..E))end end return{1,0}end local F=a('HMGET',B,'owner',h)if F[1]==f or F[2]then return{1,0}end return{0,0}",
+  text: "local a=redis.call local b,c,d,e,C=unpack(KEYS)local f=ARGV[1]local A=ARGV[2]local h='q:'..ARGV[3]local D=ARGV[4]local u=a('HMGET',b,'owner','fence','holds',h)if u[1]==f and u[2]==A then local z=tonumber(u[3])if u[4]then return{1,z}end if z>1 then a('HSET',C,h,1)a('PEXPIRE',C,D)a('HSET',b,h,1)return{1,a('HINCRBY',b,'holds',-1)}end a('HSET',C,'owner',f)a('PEXPIRE',C,D)a('DEL',b)if a('EXISTS',d)==1 then local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end local w=a('ZRANGE',d,0,0)[1]or ''local g,E,i,j=string.match(w,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')local v=tonumber(a('HGET',c,'last'))or 0 local x=math.max(v+1,m)if g and x<=m+1000000 and tonumber(a('ZSCORE',e,w)or 0)>n then local y=string.format('%d',x)a('HSET',b,'owner',E,'fence',y,'holds',1,'q:'..w,1)a('PEXPIRE',b,i)a('HSET',c,'last',y)a('PEXPIRE',c,j)a('ZREM',d,w)a('ZREM',e,w)a('PUBLISH',redis.sha1hex(b)..'.'..g,y..':'..redis.sha1hex(y..':'..E))end end return{1,0}end local F=a('HMGET',C,'owner',h)if F[1]==f or F[2]then return{1,0}end return{0,0}",
 };
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local G,H=unpack(KEYS)local C,I,D,J=ARGV[1],tonumber(ARGV[2]),ARGV[3],ARGV[4]local u=a('HMGET',G,'fence','value')local K=tonumber(u[1])or 0 if C~=''or J then local L=tonumber(C)local l=a('TIME')local m=l[1]*1000000+l[2]if not string.match(C,'^[1-9][0-9]*$')or L>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence')end if a('GET',H)==C and J then return{1,L}end if not u[1]and I>0 then K=m-I*1000 end if L<K then return{0,K}end if J then a('SET',H,C,'PX',D)a('HSET',G,'fence',C,'value',J)else a('HSET',G,'fence',C)end if I>0 then a('PEXPIRE',G,I)else a('PERSIST',G)end K=L end if u[2]and not J then return{1,K,'v:'..u[2]}end return{1,K}",
+  text: "local a=redis.call local G,H=unpack(KEYS)local A=ARGV[1]local I=tonumber(ARGV[2])local D=ARGV[3]local J=ARGV[4]local u=a('HMGET',G,'fence','value')local K=tonumber(u[1])or 0 if A~=''or J then local L=tonumber(A)local l=a('TIME')local m=l[1]*1000000+l[2]if not string.match(A,'^[1-9][0-9]*$')or L>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence')end if a('GET',H)==A and J then return{1,L}end if not u[1]and I>0 then K=m-I*1000 end if L<K then return{0,K}end if J then a('SET',H,A,'PX',D)a('HSET',G,'fence',A,'value',J)else a('HSET',G,'fence',A)end if I>0 then a('PEXPIRE',G,I)else a('PERSIST',G)end K=L end if u[2]and not J then return{1,K,'v:'..u[2]}end return{1,K}",
 };
 
 export const storeTtl: LuaScript = {
   name: "store-ttl",
   replyLength: 1,
-  text: "local a=redis.call a('SET',KEYS[1],ARGV[1],'NX')return{tonumber(a('GET',KEYS[1]))}",
+  text: "local a=redis.call local F=KEYS[1]local I=ARGV[1]a('SET',F,I,'NX')return{tonumber(a('GET',F))}",
 };
