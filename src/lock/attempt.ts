@@ -1,3 +1,4 @@
+// One attempt to take a lock, and the Redis side of a lease: each one script.
 import { Lease, driftMs, type LeaseBackend, type ReleaseOutcome } from "./lease.ts";
 import { RETRY_WINDOW_MS, unexpectedReply, type Integers } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
@@ -38,18 +39,19 @@ export function attemptAcquire(run: Run, backend: LeaseBackend) {
   return async function attempt(name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Lease | BusyAttempt> {
     const sentAt = performance.now();
     const args = [owner, ticket, leaseMs, leaseMs + RETRY_WINDOW_MS, queueMs];
-    const [held, fenceOrTtl, holdsOrPosition, ttlOrNewestFence] = await run(scripts.acquire, name, args, owner);
-    if (held !== 1) {
-      return { busyForMs: Math.max(0, fenceOrTtl), clockBehindMs: -fenceOrTtl, position: holdsOrPosition, newestFence: ttlOrNewestFence };
+    const reply = await run(scripts.acquire, name, args, owner);
+    if (reply[0] !== 1) {
+      const [, ttlMs, position, newestFence] = reply; // {0, ttlMs, position, newest}
+      return { busyForMs: Math.max(0, ttlMs), clockBehindMs: -ttlMs, position, newestFence };
     }
+    const [, fence, , ttlMs] = reply; // {1, fence, holds, ttlMs}
     // Only data under the prefix that is not fencelock's could hold such a fence.
-    if (fenceOrTtl <= 0) throw unexpectedReply(scripts.acquire);
+    if (fence <= 0) throw unexpectedReply(scripts.acquire);
     // A join may find the lock with more TTL than leaseMs; the drift allowance grows with it.
-    const validUntil = sentAt + ttlOrNewestFence - driftMs(ttlOrNewestFence);
-    // A reply that took most of the lease to arrive is of no use. The hold stays: the next attempt
-    // (same ticket) finds it and rejoins with a fresh TTL, and a call that ends first gives it back
-    // with leave. Giving it back now would let a late duplicate of that leave undo the next attempt's hold.
-    if (validUntil - performance.now() < leaseMs / 10) return { busyForMs: -1, position: -1, newestFence: fenceOrTtl };
-    return new Lease({ name, owner, fence: fenceOrTtl, leaseMs, validUntil }, backend);
+    const validUntil = sentAt + ttlMs - driftMs(ttlMs);
+    // Too late to use. The hold stays for the next attempt to rejoin, or for leave to give back:
+    // giving it back now, a late duplicate could undo the next attempt's hold.
+    if (validUntil - performance.now() < leaseMs / 10) return { busyForMs: -1, position: -1, newestFence: fence };
+    return new Lease({ name, owner, fence, leaseMs, validUntil }, backend);
   };
 }

@@ -1,5 +1,6 @@
+// A held lock on the client: its deadline by the local clock, its signal, heartbeat and release.
 /// <reference lib="esnext.disposable" preserve="true" />
-// In the emitted lease.d.ts too: Lease is AsyncDisposable, so a project without that lib could not import fencelock.
+// Kept in the emitted lease.d.ts: Lease is AsyncDisposable, and a project without that lib could not import fencelock.
 import { LockLostError } from "../core/errors.ts";
 import { newToken } from "../core/keys.ts";
 
@@ -38,8 +39,7 @@ export class Lease implements AsyncDisposable {
   readonly #backend: LeaseBackend;
   readonly #releaseId: string;
   #validUntil: number | undefined;
-  // Created on first use of `signal`: most leases never need one, and a controller
-  // plus an error per lease is a measurable share of an acquire + release.
+  // Made on first read of `signal`: most leases never need one, and it is a measurable share of an acquire.
   #controller: AbortController | undefined;
   #lost: LockLostError | undefined;
   #lostWhy: string | undefined;
@@ -81,20 +81,15 @@ export class Lease implements AsyncDisposable {
   async heartbeat(): Promise<void> {
     this.#throwIfLost();
     const sentAt = performance.now();
-    // Lost stays lost: a lease that lapsed or was released here while the heartbeat was on its way,
-    // its signal watched or not, is lost whatever came back, a failed request too (as its signal says).
+    // Lost stays lost: lapsed or released while this was out, the lease is lost whatever came back, a failure too.
     const ttlMs = await this.#backend.heartbeat(this, this.#leaseMs).finally(() => this.#throwIfLost());
     const confirmed = this.#validUntil;
-    // Else never sooner than the deadline it had: a heartbeat that finds the TTL longer than its
-    // leaseMs (another hold's) leaves it as it is, and that TTL counted from sentAt ends sooner than
-    // the one the deadline came from, though the lock never held less (Redis never shortens it).
     if (ttlMs === null) this.#end("it expired or passed to another holder");
+    // Never earlier than before: Redis never shortens a TTL (test "never fails a heartbeat…").
     else this.#validUntil = Math.max(sentAt + ttlMs - driftMs(ttlMs), confirmed ?? 0);
-    // Lost, or the reply came too late to leave any time of the extension it reports (a resumed
-    // lease has no deadline of its own before this).
+    // Lost, or the reply came after the extension it reports ran out.
     this.#throwIfLost();
-    // The timer already running sees the new deadline when it fires; only a resumed lease's
-    // signal, read before its first heartbeat, has none yet.
+    // A running timer reads the new deadline when it fires; only a resumed lease's signal has none yet.
     if (this.#controller && confirmed === undefined) this.#watch();
   }
 
@@ -112,8 +107,7 @@ export class Lease implements AsyncDisposable {
     return this.#release;
   }
 
-  // As withLock: a failed release must not replace the block's own error (a SuppressedError
-  // would), and there is nothing to do about one: the lease lapses by its TTL.
+  // As withLock: a failed release must not replace the block's own error; the lease lapses by its TTL.
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release().catch(() => undefined);
   }
@@ -138,10 +132,8 @@ export class Lease implements AsyncDisposable {
     return (this.#lost ??= new LockLostError(this.name, this.fence, this.#lostWhy!));
   }
 
-  // A timeout signal keeps no process alive, and cannot be cleared: one runs at a time, so a
-  // lease that heartbeats often leaves at most one behind. Firing at a deadline a heartbeat has
-  // since moved, or a little before performance.now() reaches it, it waits on for the rest (a
-  // lease lost meanwhile has no time left, and #end keeps the first reason).
+  // A timeout signal keeps no process alive but cannot be cleared, so one runs at a time; fired
+  // before a deadline (moved, or not quite reached), it waits on for the rest.
   #watch(): void {
     const waitMs = Math.ceil(this.remainingMs());
     if (!waitMs) return this.#end("it lapsed before a heartbeat extended it");

@@ -1,16 +1,16 @@
-import { attemptAcquire, leaseBackend, type Run } from "./attempt.ts";
-import { ClockBehindError, LockConfigError, LockTimeoutError, LockUnavailableError } from "../core/errors.ts";
+// createLocks: a lock set over one Redis (acquire, tryAcquire, withLock, resume, inspect).
+import { acquireLoop } from "./acquire-loop.ts";
+import { leaseBackend, type Run } from "./attempt.ts";
+import { LockConfigError, LockTimeoutError } from "../core/errors.ts";
 import { checkFence } from "../core/fence.ts";
-import { checkName, lockKeys, newToken } from "../core/keys.ts";
-import { Lease, driftMs } from "./lease.ts";
+import { checkName, lockKeys } from "../core/keys.ts";
+import { Lease } from "./lease.ts";
 import {
   acquireOptionsSchema, locksOptionsSchema, ownerToken, parseOptions, tryAcquireOptionsSchema,
   type AcquireOptions, type LocksOptions, type TryAcquireOptions,
 } from "../core/options.ts";
-import { integers, RETRY_WINDOW_MS, runScript } from "../redis/run-script.ts";
+import { integers, runScript } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
-import { QUEUE_ALIVE_MS, sleep, type Busy } from "../waiting/backoff.ts";
-import { pollWaiter, pushWaiter } from "../waiting/push.ts";
 
 /** A lock's state as anyone may see it; the owner is never revealed. */
 export interface LockState {
@@ -69,79 +69,7 @@ export function createLocks(options: LocksOptions): Locks {
       script,
     );
   const backend = leaseBackend(run);
-  const attempt = attemptAcquire(run, backend);
-
-  async function acquireWithin(name: string, opts: AcquireOptions, waitMs: number): Promise<Lease | Busy> {
-    const leaseMs = opts.leaseMs ?? config.leaseMs;
-    const owner = opts.owner ?? newToken();
-    // The same request id on every attempt: an attempt that landed unseen is not counted twice.
-    const requestId = newToken();
-    const deadline = performance.now() + waitMs;
-    // Only a caller that will wait takes a place in line.
-    const queueMs = waitMs > 0 ? QUEUE_ALIVE_MS : 0;
-    const push = opts.wake === "push";
-    // A push waiter's ticket carries what release.lua needs to take the lock on its behalf.
-    const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}` : requestId;
-    const waiter = push ? pushWaiter(config.redis, lockKeys(config.prefix, name).lock, requestId, owner) : pollWaiter;
-    // True while Redis may hold a place in line for this call, or a hold it has not received.
-    let queued = false;
-    // A lease that arrives after an abort is given back, and the abort wins.
-    const deliver = async (lease: Lease) => {
-      queued = false;
-      if (opts.signal?.aborted) {
-        await lease.release().catch(() => undefined);
-        opts.signal.throwIfAborted();
-      }
-      return lease;
-    };
-    try {
-      for (let tries = 0; ; tries++) {
-        opts.signal?.throwIfAborted();
-        const sentAt = performance.now();
-        // Until its reply arrives, an attempt may have done either.
-        const wasQueued: boolean = queued;
-        queued = true;
-        const outcome = await attempt(name, owner, ticket, leaseMs, queueMs);
-        if (outcome instanceof Lease) return await deliver(outcome);
-        // Queued, or holding a hold whose reply came too late (busyForMs -1).
-        queued = wasQueued || outcome.position >= 0 || outcome.busyForMs < 0;
-        // An abort while the attempt was out wins over what it found, as over a lease it got.
-        opts.signal?.throwIfAborted();
-        const budgetMs = deadline - performance.now();
-        const { clockBehindMs = 0 } = outcome;
-        if (budgetMs <= 0) {
-          if (clockBehindMs > 0) throw new ClockBehindError(name, clockBehindMs);
-          // The last attempt found the lock free, and its reply too late to use: "busy" would mislead.
-          if (outcome.busyForMs < 0) throw new LockUnavailableError("Redis took most of leaseMs to answer; raise leaseMs.");
-          return outcome;
-        }
-        // No release can hand the lock over before the clock catches up; the next attempt keeps the place in line.
-        const fence = clockBehindMs > 0
-          ? await sleep(Math.min(clockBehindMs, QUEUE_ALIVE_MS / 2, budgetMs), opts.signal)
-          : await waiter.pause(tries, outcome, budgetMs, opts.signal);
-        // Handed over after this attempt (a fence minted before it has lapsed, or the attempt would
-        // have found the lock held), so it lasts leaseMs from sentAt at least; with too little of it
-        // left, the next attempt finds it held and learns its true TTL.
-        const lease = fence && fence > outcome.newestFence &&
-          new Lease({ name, owner, fence, leaseMs, validUntil: sentAt + leaseMs - driftMs(leaseMs) }, backend);
-        if (lease && lease.remainingMs() >= leaseMs / 10) return await deliver(lease);
-      }
-    } catch (error) {
-      // An abort wins over an attempt that failed while it was out, too.
-      opts.signal?.throwIfAborted();
-      throw error;
-    } finally {
-      // Out of time or failed: gives up the place in line at once rather than hold a free lock back
-      // until it expires, and a hold taken for this call that it never received. Not awaited (the
-      // caller is leaving, aborted or failed, and must not wait on Redis) but handed to waitUntil.
-      if (queued) {
-        const left = run(scripts.leave, name, [ticket], "").catch(() => undefined);
-        opts.waitUntil?.(left);
-      }
-      // Not awaited: the caller has its lease or error, whatever closing the stream takes.
-      waiter.close?.().catch(() => undefined);
-    }
-  }
+  const acquireWithin = acquireLoop(config, run, backend);
 
   async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {
     checkName(name);
@@ -187,3 +115,4 @@ export function createLocks(options: LocksOptions): Locks {
 
   return { acquire, tryAcquire, withLock, resume, inspect };
 }
+

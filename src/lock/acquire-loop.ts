@@ -1,0 +1,114 @@
+// The loop behind acquire() and tryAcquire(): attempt, pause, retry, until the lock or the deadline.
+import { attemptAcquire, type BusyAttempt, type Run } from "./attempt.ts";
+import type { RedisClient } from "../core/client.ts";
+import { ClockBehindError, LockUnavailableError } from "../core/errors.ts";
+import { lockKeys, newToken } from "../core/keys.ts";
+import type { AcquireOptions } from "../core/options.ts";
+import { Lease, driftMs, type LeaseBackend } from "./lease.ts";
+import { RETRY_WINDOW_MS } from "../redis/run-script.ts";
+import * as scripts from "../redis/scripts.gen.ts";
+import { QUEUE_ALIVE_MS, sleep, type Busy } from "../waiting/backoff.ts";
+import { pollWaiter, pushWaiter, type Waiter } from "../waiting/push.ts";
+
+/** What the loop needs of its lock set's options. */
+export interface LoopConfig {
+  readonly redis: RedisClient;
+  readonly prefix: string;
+  readonly leaseMs: number;
+}
+
+/** acquireWithin(name, opts, waitMs): the lease, or what the lock looked like when waitMs ran out. */
+export function acquireLoop(config: LoopConfig, run: Run, backend: LeaseBackend) {
+  const attempt = attemptAcquire(run, backend);
+
+  async function acquireWithin(name: string, opts: AcquireOptions, waitMs: number): Promise<Lease | Busy> {
+    const leaseMs = opts.leaseMs ?? config.leaseMs;
+    const owner = opts.owner ?? newToken();
+    // One request id for every attempt, so one that landed unseen is not counted twice.
+    const requestId = newToken();
+    const push = opts.wake === "push";
+    // A push waiter's ticket carries what release.lua needs to take the lock on its behalf.
+    const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}` : requestId;
+    const waiter = push ? pushWaiter(config.redis, lockKeys(config.prefix, name).lock, requestId, owner) : pollWaiter;
+    const deadline = performance.now() + waitMs;
+    // Only a caller that will wait takes a place in line.
+    const queueMs = waitMs > 0 ? QUEUE_ALIVE_MS : 0;
+    // True while Redis may hold a place in line for this call, or a hold it has not received.
+    let queued = false;
+    // A lease received leaves no hold to give back; an abort meanwhile still wins.
+    const deliver = (lease: Lease) => ((queued = false), keepUnlessAborted(lease, opts.signal));
+    try {
+      for (let tries = 0; ; tries++) {
+        opts.signal?.throwIfAborted();
+        const sentAt = performance.now();
+        // Until its reply arrives, an attempt may have queued or taken a hold.
+        const wasQueued: boolean = queued;
+        queued = true;
+        const outcome = await attempt(name, owner, ticket, leaseMs, queueMs);
+        if (outcome instanceof Lease) return await deliver(outcome);
+        // Queued, or holding a hold whose reply came too late (busyForMs -1).
+        queued = wasQueued || outcome.position >= 0 || outcome.busyForMs < 0;
+        // An abort while the attempt was out wins over what it found, as over a lease it got.
+        opts.signal?.throwIfAborted();
+        const budgetMs = deadline - performance.now();
+        if (budgetMs <= 0) return outOfTime(name, outcome);
+        const fence = await pause(waiter, tries, outcome, budgetMs, opts.signal);
+        const lease = fence && leaseFromHandover(name, owner, leaseMs, fence, sentAt, outcome.newestFence);
+        if (lease) return await deliver(lease);
+      }
+    } catch (error) {
+      // An abort wins over an attempt that failed while it was out, too.
+      opts.signal?.throwIfAborted();
+      throw error;
+    } finally {
+      if (queued) leaveLine(name, ticket, opts.waitUntil);
+      // Not awaited: the caller has its lease or error, whatever closing the stream takes.
+      waiter.close?.().catch(() => undefined);
+    }
+  }
+
+  /**
+   * A lease from a handover whose fence is newer than any the attempt saw: minted after it was
+   * sent, so it runs leaseMs from sentAt at least. With too little left, the next attempt learns its TTL.
+   */
+  function leaseFromHandover(name: string, owner: string, leaseMs: number, fence: number, sentAt: number, newestFence: number) {
+    if (fence <= newestFence) return undefined;
+    const lease = new Lease({ name, owner, fence, leaseMs, validUntil: sentAt + leaseMs - driftMs(leaseMs) }, backend);
+    return lease.remainingMs() >= leaseMs / 10 ? lease : undefined;
+  }
+
+  /** Leaves the line, and gives back any hold taken for this call, without making the caller wait. */
+  function leaveLine(name: string, ticket: string, waitUntil: ((work: Promise<unknown>) => void) | undefined): void {
+    const left = run(scripts.leave, name, [ticket], "").catch(() => undefined);
+    // The runtime may stop a request's work once it answers: this must still reach Redis.
+    waitUntil?.(left);
+  }
+
+  return acquireWithin;
+}
+
+/** The lease, unless the call was aborted meanwhile: then it is given back, and the abort wins. */
+async function keepUnlessAborted(lease: Lease, signal: AbortSignal | undefined): Promise<Lease> {
+  if (signal?.aborted) {
+    await lease.release().catch(() => undefined);
+    signal.throwIfAborted();
+  }
+  return lease;
+}
+
+/** What the last attempt of a call that ran out of time found. */
+function outOfTime(name: string, busy: BusyAttempt): Busy {
+  const { clockBehindMs = 0 } = busy;
+  if (clockBehindMs > 0) throw new ClockBehindError(name, clockBehindMs);
+  // The lock was free, and the reply too late to use: "busy" would mislead.
+  if (busy.busyForMs < 0) throw new LockUnavailableError("Redis took most of leaseMs to answer; raise leaseMs.");
+  return busy;
+}
+
+/** Waits for the next attempt; resolves with a fence when a release handed this call the lock. */
+function pause(waiter: Waiter, tries: number, busy: BusyAttempt, budgetMs: number, signal: AbortSignal | undefined) {
+  const { clockBehindMs = 0 } = busy;
+  // No release can hand the lock over before the clock catches up; the next attempt keeps the place in line.
+  if (clockBehindMs > 0) return sleep(Math.min(clockBehindMs, QUEUE_ALIVE_MS / 2, budgetMs), signal);
+  return waiter.pause(tries, busy, budgetMs, signal);
+}
