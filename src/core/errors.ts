@@ -1,3 +1,4 @@
+// The errors fencelock throws: each with a stable `code`, typed fields, and a message that says what to do.
 /** Base class of every error fencelock throws; `code` is stable, the message is for people. */
 export class LockError extends Error {
   override readonly name: string = "LockError";
@@ -45,6 +46,8 @@ export class LockLostError extends LockError {
  */
 export class StaleFenceError extends LockError {
   override readonly name = "StaleFenceError";
+  /** Where it was refused: the store's resource name, the SQL row (`table/key…`) or the URL. */
+  declare readonly resource: string;
   declare readonly fence: number;
   declare readonly highestFence: number;
   constructor(resource: string, fence: number, highestFence: number) {
@@ -52,6 +55,7 @@ export class StaleFenceError extends LockError {
       "STALE_FENCE",
       `Fence ${fence} refused at "${resource}": fences below ${highestFence} are stale here.`,
     );
+    this.resource = resource;
     this.fence = fence;
     this.highestFence = highestFence;
   }

@@ -1,3 +1,4 @@
+// A fence as a value: checking one, and reading one from the Fencing-Token header.
 import { LockConfigError } from "./errors.ts";
 
 /**
@@ -13,8 +14,8 @@ export function isFenceSoFar(fence: number): boolean {
 export function checkFence(fence: unknown, what: string): number {
   if (typeof fence !== "number" || !isFenceSoFar(fence)) {
     throw new LockConfigError(what, [
-      // Only the type of a non-number: "12" must not read as a valid fence, and a string here may
-      // be the owner token, passed by mistake, which no message may show.
+      // Only the type of a non-number: "12" must not read as valid, and a string here may be the
+      // owner token, which no message may show.
       `fence: expected lease.fence, a positive safe integer not from the future, got ${typeof fence == "number" ? fence : typeof fence}`,
     ]);
   }
@@ -32,9 +33,8 @@ export type ParsedFence = { ok: true; fence: number } | { ok: false; problem: "m
  * surrounding junk.
  */
 export function parseFenceHeader(value: string | null | undefined): ParsedFence {
-  // Only space and tab are whitespace around a header value; trim() would also drop U+00A0, \v,
-  // \f and U+FEFF, which a client can send. Both patterns are anchored at the start, so a long
-  // value costs linear time (an unanchored `[ \t]+$` backtracks from every space: quadratic).
+  // Only space and tab surround a header value (trim() drops more). Anchored at the start, both
+  // patterns take linear time on a long value; an unanchored `[ \t]+$` would take quadratic.
   if (!value || /^[ \t]*$/.test(value)) return { ok: false, problem: "missing" };
   const fence = Number(/^[ \t]*([1-9][0-9]{0,15})[ \t]*$/.exec(value)?.[1]);
   return isFenceSoFar(fence) ? { ok: true, fence } : { ok: false, problem: "malformed" };

@@ -1,3 +1,4 @@
+// Lock and resource names, the Redis keys they map to, and random tokens.
 import { LockConfigError } from "./errors.ts";
 
 /** Longest lock or resource name accepted, in UTF-16 code units. */
@@ -22,9 +23,8 @@ export function checkName(name: unknown, what = "lock name"): string {
 
 /**
  * How every key of one name (a lock's, a fenced resource's) begins: `prefix:{name}`, so that a
- * script's keys all hash to one cluster slot. `%`, `{` and `}` are escaped so a name can never
- * open or close the hash tag; escaping `%` itself keeps the mapping one-to-one, so distinct
- * names get distinct keys.
+ * script's keys all hash to one cluster slot. Escaping `%`, `{` and `}` keeps a name inside the
+ * hash tag, and distinct names apart.
  */
 export function nameTag(prefix: string, name: string): string {
   // encodeURIComponent of these three is exactly %25, %7B and %7D.
@@ -62,8 +62,8 @@ export function toHex(bytes: Uint8Array): string {
   return hex;
 }
 
-// Web Crypto fills a pool at a time, turned into hex at once: each token is then one slice,
-// which matters on a path that mints three tokens per acquire and release.
+// Filled and turned into hex a pool at a time: each token is then one slice, on a path that
+// mints three per acquire and release.
 let pool = "";
 let drawn = 0;
 

@@ -1,3 +1,4 @@
+// The options of createLocks, acquire, tryAcquire and createFencedStore: checked once, defaults filled in.
 import * as z from "zod/mini";
 import { LockConfigError } from "./errors.ts";
 import type { RedisClient } from "./client.ts";
@@ -21,17 +22,17 @@ const prefix = z.string("expected a string").check(
 
 const common = {
   redis: redisClient,
-  /** Namespace for every key; change it to run independent lock sets on one Redis. */
+  /** Namespace for every key (default "fencelock"): lock sets with different prefixes never meet. */
   prefix: z._default(prefix, "fencelock"),
-  /** Budget for one Redis request, client retries included; past it: LockUnavailableError. */
+  /** Budget for one Redis request, client retries included (default 3 s); past it: LockUnavailableError. */
   timeoutMs: z._default(ms(50, 60_000), 3_000),
 };
 
 export const locksOptionsSchema = z.strictObject({
   ...common,
-  /** Lease length. Short leases bound how long a crashed holder blocks others. */
+  /** Lease length (default 10 s). Short leases bound how long a crashed holder blocks others. */
   leaseMs: z._default(ms(100, 3_600_000), 10_000),
-  /** How long acquire() waits for a busy lock by default. */
+  /** How long acquire() waits for a busy lock (default 5 s). */
   waitMs: z._default(ms(0, 600_000), 5_000),
 }, "expected an options object");
 
@@ -61,16 +62,16 @@ export const ownerToken = z.string("expected lease.owner: 32 hex characters").ch
 
 /** What tryAcquire() takes; acquire() takes these too. */
 const attemptOptions = {
+  /** This lease's length (default: the lock set's leaseMs). */
   leaseMs: z.optional(ms(100, 3_600_000)),
   /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
   owner: z.optional(ownerToken),
-  // By shape, as signals.ts's isAbortSignal (not imported: a function of its own costs the core
-  // bytes it does not have): a Request's signal in Vercel's Edge Runtime is from another realm.
+  // By shape, as isAbortSignal (not imported, for the core's bytes): a Request's signal in
+  // Vercel's Edge Runtime is from another realm.
   signal: z.optional(z.custom<AbortSignal>((v) => typeof (v as AbortSignal | undefined)?.throwIfAborted == "function", "expected an AbortSignal")),
   /**
-   * Where a runtime stops a request's work once its response is sent (Workers: `ctx.waitUntil`,
-   * bound), the requests that give up a place in line or a hold the call never received are
-   * handed to it, so that they still reach Redis.
+   * Where a runtime stops a request's work once it has answered (Workers: `ctx.waitUntil`, bound):
+   * the request that gives up a place in line (or a hold never received) is handed to it, to reach Redis.
    */
   waitUntil: z.optional(z.custom<(work: Promise<unknown>) => void>((v) => typeof v === "function", "expected a function such as (p) => ctx.waitUntil(p)")),
 };
@@ -80,11 +81,12 @@ export const tryAcquireOptionsSchema = z.strictObject(attemptOptions, "expected 
 export type TryAcquireOptions = z.input<typeof tryAcquireOptionsSchema>;
 
 export const acquireOptionsSchema = z.strictObject({
+  /** How long to wait for a busy lock (default: the lock set's waitMs). */
   waitMs: z.optional(ms(0, 600_000)),
   ...attemptOptions,
   /**
-   * "push" waits on a SUBSCRIBE stream, and the holder's release hands the lock straight to the
-   * first push waiter in line; "poll" (default) backs off and looks again.
+   * "poll" (default) backs off and looks again; "push" waits on a SUBSCRIBE stream, and the
+   * holder's release hands the lock straight to the first push waiter in line.
    */
   wake: z.optional(z.enum(["poll", "push"], 'expected "poll" or "push"')),
 }, "expected an options object");

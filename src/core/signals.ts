@@ -1,3 +1,4 @@
+// AbortSignal helpers that work across realms and in runtimes without AbortSignal.any.
 /**
  * Whether `value` is an AbortSignal, by shape. Not `instanceof`: a signal can come from another
  * realm, as a Request's does in Vercel's Edge Runtime (made by Node's AbortController, not the VM's).

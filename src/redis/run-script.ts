@@ -1,3 +1,4 @@
+// Runs a Lua script on any RedisClient: EVALSHA first, a timeout, and errors that say what to fix.
 import { LockConfigError, LockUnavailableError } from "../core/errors.ts";
 import { sha1Hex } from "../core/keys.ts";
 import type { RedisClient } from "../core/client.ts";
@@ -22,10 +23,9 @@ export type Reply = readonly (number | string)[];
 const digests = new Map<LuaScript, string | Promise<string>>();
 
 /**
- * The SHA-1 that EVALSHA names a script by, computed once per isolate with Web Crypto: a
- * few microseconds, where shipping 40 hex characters per script would cost the bundle
- * about 300 gzip bytes. A test checks it against the server's SCRIPT LOAD. Once known it is
- * answered as a string, so a script call waits on nothing before its request.
+ * The SHA-1 EVALSHA names a script by, computed once per isolate: shipped, the digests would cost
+ * ~300 gzip bytes (a test checks them against SCRIPT LOAD). Once known it is a plain string, so a
+ * script call waits on nothing before its request.
  */
 export function scriptSha1(script: LuaScript): string | Promise<string> {
   let digest = digests.get(script);
@@ -96,11 +96,9 @@ function messageOf(error: unknown): string {
 }
 
 function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secrets: readonly string[] = []) {
-  // @upstash/redis appends the whole command (owner token included) to its messages, and
-  // fetch quotes a URL with credentials in it whole: all from a word's `//` to its last `@` goes
-  // (a password may hold both). A word of 300 characters or more is no use to read, and `\S+@`
-  // would backtrack over it from each of its `//`s (quadratic on a long run of slashes): it goes.
-  // "1000ms": no hint below reads a timeoutMs of 401 as an HTTP status.
+  // Dropped: the command @upstash/redis appends (owner token included), credentials in a URL (a
+  // word's `//` to its last `@`), and words of 300+ characters, where `\S+@` would take quadratic time.
+  // "1000ms", no space: no hint below then reads a timeoutMs of 401 as an HTTP status.
   let reason = error instanceof RequestTimeout
     ? `no answer within ${timeoutMs}ms, timeoutMs`
     : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");

@@ -1,3 +1,4 @@
+// How a waiter paces its attempts: the backoff between looks, and a sleep that can be woken early.
 /** Shortest pause between attempts: a waiter makes at most 20 requests a second. */
 export const MIN_RETRY_MS = 50;
 const MAX_RETRY_MS = 800;
@@ -13,13 +14,10 @@ export interface Busy {
 }
 
 /**
- * How long to sleep before the next attempt: grows 50, 100, 200 ... 800 ms, but no longer
- * than 50 ms per place ahead in line, and 50 ms for the first two: the first looks every 50 ms,
- * so a free lock does not sit idle while its next holder sleeps, and so does the second, which
- * is first after the next handover (one that slept 100 ms there left the lock idle ~50 ms a
- * handover, where 50 ms looks take ~30: 18 critical sections a second became 25 with 8 waiters).
- * Never more than 50 ms past the holder's remaining TTL, never past the wait budget; with jitter
- * above the 50 ms floor, so that waiters further back do not retry in step.
+ * How long to sleep before the next attempt: 50, 100, 200 ... 800 ms, jittered above 50 ms so
+ * waiters do not retry in step; at most 50 ms per place ahead in line, so the first two (the
+ * second is first after a handover) look every 50 ms and a free lock does not sit idle; at most
+ * 50 ms past the holder's TTL; never past the wait budget.
  */
 export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, budgetMs: number, random = Math.random): number {
   const cap = Math.min(MAX_RETRY_MS, MIN_RETRY_MS * Math.max(position, 1));
@@ -27,18 +25,15 @@ export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, bud
   const floored = Math.max(MIN_RETRY_MS, grown * (0.5 + random() / 2));
   // Promised to someone earlier: the holder's TTL says nothing about our turn.
   const reserved = busyForMs === 0 && position > 0;
-  // 50 ms after the TTL runs out, not right as it does: behind a holder that heartbeats late the
-  // TTL stays short, and looks timed to its end would come faster than one per 50 ms, each
-  // finding it extended.
+  // 50 ms after the TTL runs out, not as it does: a holder that heartbeats late keeps its TTL
+  // short, and looks timed to its end would come faster than one per 50 ms.
   const untilFree = reserved ? Infinity : busyForMs + MIN_RETRY_MS;
   return Math.max(0, Math.min(floored, untilFree, budgetMs));
 }
 
 /**
- * Sleeps, rejecting with the signal's reason as soon as it aborts. Calling a function added to
- * `wakers` ends the sleep early: it clears the timer, where stopping a sleep through an
- * AbortController (a DOMException with its stack trace, events through AbortSignal.any) took
- * ~0.1 ms between a push message and acquire() resolving.
+ * Sleeps, rejecting with the signal's reason as soon as it aborts. A function added to `wakers`
+ * ends it early: cheaper than an AbortController, which cost ~0.1 ms per push wake-up.
  */
 export function sleep(ms: number, signal?: AbortSignal, wakers?: Set<() => void>): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -1,3 +1,4 @@
+// The two ways to wait between attempts: polling with backoff, or push wake-ups over SUBSCRIBE.
 import { sha1Hex } from "../core/keys.ts";
 import type { RedisClient, WakeSubscriber } from "../core/client.ts";
 import { MIN_RETRY_MS, QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./backoff.ts";
@@ -16,17 +17,13 @@ export const pollWaiter: Waiter = {
 };
 
 /**
- * Push wake-ups over SUBSCRIBE (server-sent events on Upstash). The stream opens after the
- * first busy attempt and the next attempt waits for its confirmation (as long as it would
- * sleep anyway), so a release between the two is caught by that attempt and every later one
- * arrives as a message. The release
- * takes the lock for the waiter first in line and publishes the new fence (with a digest that
- * proves it came from the lock's script) on that waiter's own channel, so only it wakes, no other waiter's stream carries the message (no herd, however
- * long the line), and it needs no further request. Without its message a waiter retries
- * 50 ms after the holder's TTL runs out, and at least every second to keep its place in line, so a
- * lost message or an expiry (which publishes nothing) costs little. A stream can also die
- * without a word (fetch drops a body idle for 5 minutes, and Upstash sends no keep-alives), so
- * a waiter opens a fresh one every minute.
+ * Push wake-ups over SUBSCRIBE (server-sent events on Upstash). The stream opens after the first
+ * busy attempt, and the next attempt waits for its confirmation, so a release between the two is
+ * caught by that attempt and every later one comes as a message. The release takes the lock for
+ * the first waiter in line and publishes the fence on that waiter's own channel: no herd, and no
+ * further request. Without a message a waiter looks 50 ms after the TTL, and at least every second
+ * to keep its place. A stream can die without a word (fetch drops a body idle for 5 minutes, and
+ * Upstash sends no keep-alives), so a fresh one opens every minute.
  */
 export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string, owner: string): Required<Waiter> {
   let stream: WakeStream | undefined;
@@ -34,9 +31,8 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string, 
   return {
     async pause(tries, busy, budgetMs, signal) {
       const refreshMs = QUEUE_ALIVE_MS / 2;
-      // As a polling waiter's (retryDelayMs): no sooner than 50 ms, nor more than 50 ms past the TTL.
-      // Free but promised to an earlier waiter (0): a message or the refresh comes next. Free, and
-      // this call's hold came too late to use (-1): no message will come; it looks again in 49 ms.
+      // 50 ms past the TTL, as retryDelayMs. Promised to an earlier waiter (0): until a message or
+      // the refresh. This call's hold came too late (-1): no message will come, so in 49 ms.
       const waitMs = Math.min(busy.busyForMs ? busy.busyForMs + MIN_RETRY_MS : refreshMs, refreshMs, budgetMs);
       if (stream && performance.now() - openedAt > 60_000) {
         stream.close().catch(() => undefined);
@@ -44,8 +40,8 @@ export function pushWaiter(redis: RedisClient, lockKey: string, ticket: string, 
       }
       if (!stream) {
         openedAt = performance.now();
-        // release.lua publishes a handover on the heir's own channel, the SHA-1 of the lock key and
-        // its ticket: safe in a URL path and in the comma-separated lines of the event stream.
+        // The heir's own channel, as release.lua publishes on it: hex and dots, safe in a URL path
+        // and in the comma-separated lines of the event stream.
         stream = openStream(redis, `${await sha1Hex(lockKey)}.${ticket}`, owner);
         // The attempt after the confirmation catches a release made before it. Without one in
         // time (a proxy may buffer the stream) it attempts anyway, and polls until one comes.
@@ -86,8 +82,8 @@ function openStream(redis: RedisClient, channel: string, owner: string): WakeStr
   if (subscriber) {
     subscriber.on("subscribe", () => ((live = true), wakeAll()));
     subscriber.on("error", () => ((live = false), (failed = true), wakeAll()));
-    // release.lua handed the lock to this waiter: 'fence:digest', where only release.lua and this
-    // waiter know the owner token in the digest, so one who may publish but not read keys cannot forge it.
+    // A handover, 'fence:digest': only release.lua and this waiter know the owner token in the
+    // digest, so one who may publish but not read keys cannot forge it.
     subscriber.on("message", async (event) => {
       // Any event reads safely so: a field of a primitive is undefined.
       const [, fence, digest] = /^([1-9]\d{0,15}):([0-9a-f]{40})$/.exec(String((event as { message?: unknown } | null | undefined)?.message)) ?? [];

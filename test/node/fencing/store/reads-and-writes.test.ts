@@ -21,7 +21,7 @@ describe("fenced store", () => {
     await store.write("invoice:42", { paidBy: "B" }, b.fence);
 
     const error = await staleError(store.write("invoice:42", { paidBy: "A" }, a.fence));
-    expect(error).toMatchObject({ code: "STALE_FENCE", fence: a.fence, highestFence: b.fence });
+    expect(error).toMatchObject({ code: "STALE_FENCE", resource: "invoice:42", fence: a.fence, highestFence: b.fence });
     expect(error.message).toBe(`Fence ${a.fence} refused at "invoice:42": fences below ${b.fence} are stale here.`);
     // A claim (or a fenced read) is refused the same way, in the same words.
     expect((await staleError(store.read("invoice:42", { fence: a.fence }))).message).toMatch(/^Fence \d+ refused at "invoice:42"/);
