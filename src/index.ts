@@ -1,3 +1,4 @@
+// fencelock: locks with fencing tokens over Redis, and a fenced store that refuses stale writes.
 export { createLocks } from "./lock/locks.ts";
 export type { Locks, LockState, HeldLease } from "./lock/locks.ts";
 export { Lease } from "./lock/lease.ts";

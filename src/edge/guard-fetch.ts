@@ -1,3 +1,4 @@
+// guardFetch (fencelock/worker): lockGuard for a plain Workers fetch handler, without Hono.
 import { LockConfigError } from "../core/errors.ts";
 import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, refusalResponse, type Refusal, type WaitUntil } from "./guard.ts";
 import { Lease } from "../lock/lease.ts";
@@ -12,10 +13,11 @@ export interface GuardFetchOptions<Env> {
   name: (request: Request, env: Env) => string | undefined;
   /** How long to wait for a busy lock before answering 423 (default 0). */
   waitMs?: number;
+  /** Lease length for these requests (default: the lock set's leaseMs). */
   leaseMs?: number;
-  /** "push": a waiting request is handed the lock by the holder's release (see lockGuard). */
+  /** "push": a waiting request is handed the lock by the holder's release (see lockGuard); default "poll". */
   wake?: "poll" | "push";
-  /** "await" releases before the response is returned; "waitUntil" releases in the background. */
+  /** "await" (default) releases before the response is returned; "waitUntil" releases in the background. */
   release?: "await" | "waitUntil";
   /** Builds the 423 (and 503) response; by default application/problem+json with Retry-After. */
   onLocked?: (request: Request, refusal: Refusal) => Response | Promise<Response>;

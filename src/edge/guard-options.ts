@@ -1,3 +1,4 @@
+// The options schema lockGuard and guardFetch share.
 import * as z from "zod/mini";
 import { ms } from "../core/options.ts";
 

@@ -1,3 +1,4 @@
+// What lockGuard and guardFetch share: the lock per request, refusals, and the release once the body is sent.
 import { LockTimeoutError, LockUnavailableError } from "../core/errors.ts";
 import { guardOptionsSchema } from "./guard-options.ts";
 import type { Lease } from "../lock/lease.ts";
@@ -24,9 +25,8 @@ export interface GuardSettings {
  * option or a bad value would otherwise be ignored, or fail every request), defaults filled in.
  */
 export function guardSettings<O extends Partial<GuardSettings>>(options: O, what: string): GuardSettings & { checked: O } {
-  // The guard uses the values checked (`checked`, callbacks too), never a second read of `options`:
-  // a getter could answer differently, and every request would fail. The schema is strict and
-  // transforms nothing, so what it returns is `options`'s own values, in a plain object.
+  // Only the values checked are used, callbacks too: a getter could answer a second read
+  // differently. The strict schema transforms nothing, so they are `options`'s own.
   const checked = parseOptions(guardOptionsSchema, options, what) as unknown as O;
   const { waitMs = 0, leaseMs, wake, release = "await" } = checked;
   return { waitMs, leaseMs, wake, release, checked };
@@ -80,11 +80,9 @@ export async function leaveGuard(lease: Lease, ctx: WaitUntil | undefined, mode:
 }
 
 /**
- * Releases once the response has been sent. A body may be a stream the handler is still
- * writing, which is guarded work too, so the lease is held until the body has been read to its
- * end, failed or been cancelled. At the end, "await" releases before the body's last byte goes
- * out, so the client's next request finds the lock free; "waitUntil" hands the release to ctx.
- * A HEAD response's body is never sent: it is cancelled, and the lock let go at once.
+ * Releases once the response has been sent: a streamed body is guarded work too, so the lease is
+ * held until the body ends, fails or is cancelled. "await" releases before its last byte goes out,
+ * so the client's next request finds the lock free. A HEAD response's body is never sent: the lock goes at once.
  */
 export async function leaveWhenSent(
   response: Response,
@@ -113,9 +111,8 @@ export async function leaveWhenSent(
 /** The response's body, passed on chunk by chunk, releasing the lease when it ends. */
 function releasingBody(response: Response, lease: Lease, ctx: WaitUntil | undefined, mode: ReleaseMode) {
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-  // With a Content-Length the client has the whole body with its last byte, not at the end of
-  // the stream: "await" releases before passing that byte on. Not with a Content-Encoding: then
-  // the length is that of the encoded bytes, and fetch() hands on the body decoded, longer.
+  // With a Content-Length the client has the body at its last byte, so "await" releases before
+  // passing that byte on; not with a Content-Encoding, where it counts encoded bytes.
   const encoded = !/^(identity)?$/i.test(response.headers.get("Content-Encoding") ?? "");
   const length = encoded ? Infinity : Number(response.headers.get("Content-Length") || Infinity);
   let sent = 0;
@@ -135,8 +132,8 @@ function releasingBody(response: Response, lease: Lease, ctx: WaitUntil | undefi
       if (chunk.done || (sent += chunk.value.byteLength) >= length) {
         await leave(mode);
         if (!chunk.done) {
-          // The client has every declared byte. The source may not have ended yet, and releasing
-          // aborted lease.signal, which may be the signal of the fetch that is the source.
+          // Every declared byte is out. The source may not have ended, and may be a fetch on
+          // lease.signal, which the release just aborted.
           controller.enqueue(chunk.value);
           reader.cancel().catch(() => undefined);
         }

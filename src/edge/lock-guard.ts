@@ -1,3 +1,4 @@
+// lockGuard (fencelock/hono): Hono middleware that lets one request at a time through, per lock name.
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, refusalResponse, type Refusal } from "./guard.ts";
 import { Lease } from "../lock/lease.ts";
@@ -28,7 +29,7 @@ export interface LockGuardOptions<E extends Env = Env> {
    * lock (a few ms rather than a poll's tens); "poll" (default) backs off and looks again.
    */
   wake?: "poll" | "push";
-  /** "await" releases before the response is sent; "waitUntil" releases in the background. */
+  /** "await" (default) releases before the response is sent; "waitUntil" releases in the background. */
   release?: "await" | "waitUntil";
   /** Builds the 423 (and 503) response; by default application/problem+json with Retry-After. */
   onLocked?: (c: Context<LockGuardEnv<E>>, refusal: Refusal) => Response | Promise<Response>;

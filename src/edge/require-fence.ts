@@ -1,3 +1,4 @@
+// requireFence (fencelock/hono): Hono middleware for a storage route that refuses stale fences.
 import type { Context, Env, MiddlewareHandler } from "hono";
 import * as z from "zod/mini";
 import { LockUnavailableError, StaleFenceError } from "../core/errors.ts";

@@ -1,3 +1,4 @@
+// createFencedStore: values in Redis that refuse a write or claim under a stale fence.
 import { LockConfigError, StaleFenceError } from "../core/errors.ts";
 import { checkFence } from "../core/fence.ts";
 import { checkName, nameTag, newToken } from "../core/keys.ts";
@@ -35,10 +36,8 @@ export interface FencedStore {
 export function createFencedStore(options: FencedStoreOptions): FencedStore {
   const { redis, prefix, timeoutMs, ttlMs = 0 } = parseOptions(storeOptionsSchema, options, "createFencedStore options");
   /**
-   * Claims a checked `fence` at the resource, with the value given as JSON `text` if any; without
-   * a fence, only reads. A write also names a record of its own, which store-fence.lua keeps so
-   * that a retry of the write that comes late is told what the write was told; every retry sends
-   * the same id.
+   * Claims a checked `fence` at the resource, storing the JSON `text` if given; without a fence,
+   * only reads. Each call names a write record of its own, so a late retry is told what the write was.
    */
   async function fenceAt(resource: string, fence: number | undefined, text: string[] = []): Promise<Reply> {
     checkName(resource, "resource name");
@@ -46,10 +45,11 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
     const tag = nameTag(prefix, resource);
     const keys = [`${tag}:data`, `${tag}:written:${newToken()}`];
     const reply = await runScript(redis, scripts.storeFence, keys, [fence ?? "", ttlMs, RETRY_WINDOW_MS, ...text], { timeoutMs });
+    const [accepted, highest] = reply; // {1, highest, 'v:' .. value?} or {0, highest}
     // `!=`: a client may answer integers as decimal text; an accepted write must not read as stale,
-    // nor a reply that is not this script's ({1, fence, value?} or {0, highest}) as either.
-    if (reply.length < 2 || (reply[0] != 1 && reply[0] != 0)) throw unexpectedReply(scripts.storeFence);
-    if (reply[0] != 1) throw new StaleFenceError(resource, fence ?? 0, Number(reply[1]));
+    // nor a reply that is not this script's as either.
+    if (reply.length < 2 || (accepted != 1 && accepted != 0)) throw unexpectedReply(scripts.storeFence);
+    if (accepted != 1) throw new StaleFenceError(resource, fence ?? 0, Number(highest));
     return reply;
   }
 

@@ -1,3 +1,4 @@
+// fencedFetch: fetch() under a lease, its fence in the Fencing-Token header and a stale answer thrown.
 import { LockConfigError, StaleFenceError } from "../../core/errors.ts";
 import { checkFence, FENCE_HEADER } from "../../core/fence.ts";
 import type { Lease } from "../../lock/lease.ts";
@@ -45,12 +46,10 @@ const PROBLEM_MAX_BYTES = 64 * 1024;
 type Conflict = { problem: { type?: unknown; highestFence?: unknown } | null; conflict: Response };
 
 /**
- * Reads a JSON 409 far enough to tell whether it is a stale-fence problem. Any other 409 (an HTML
- * page, a long or endless stream) goes back to the caller as it came, what was read put back in
- * front of the rest, so it is never buffered whole first. Not through clone(): a tee's branch
- * cancelled while the other is read makes a later abort of the request an unhandled rejection.
- * One difference remains: a long JSON 409 dropped unread keeps its connection until the lease ends
- * (its signal aborts the request), where fetch would close it once the response is collected.
+ * Reads a JSON 409 far enough to tell whether it is a stale-fence problem; any other goes back as it
+ * came, what was read put in front of the rest, so an endless one is never buffered. Not clone(): a
+ * tee's branch cancelled while the other is read makes a later abort an unhandled rejection. Unlike
+ * fetch's, a long JSON 409 dropped unread keeps its connection until the lease ends.
  */
 async function readConflict(response: Response): Promise<Conflict> {
   const reader = /^application\/(problem\+)?json/i.test(response.headers.get("content-type") ?? "") && response.body?.getReader();

@@ -1,3 +1,4 @@
+// RFC 9457 problem documents: how fencelock's HTTP helpers answer refusals.
 import { checkName } from "../../core/keys.ts";
 
 /** An RFC 9457 problem document, as fencelock's HTTP helpers answer errors. */

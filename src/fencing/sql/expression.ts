@@ -1,3 +1,4 @@
+// sql`...`: literal SQL expressions for fenced writes, their values always bound, never spliced.
 import { LockConfigError } from "../../core/errors.ts";
 
 /** A value sent as a bound statement parameter; never spliced into SQL text. */

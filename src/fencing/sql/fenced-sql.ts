@@ -1,10 +1,13 @@
+// Fenced writes and claims run on a D1-shaped database (fencelock/sql).
 import { LockConfigError, StaleFenceError } from "../../core/errors.ts";
 import type { SqlValue } from "./expression.ts";
-import { buildClaim, buildWrite, checkShape, type Built, type FencedClaim, type FencedWrite, type Placeholders } from "./statements.ts";
+import {
+  buildClaim, buildWrite, checkShape, type Built, type FencedClaim, type FencedWrite, type Placeholders, type SqlStatement,
+} from "./statements.ts";
 
 export { sql } from "./expression.ts";
 export type { SqlExpression, SqlValue } from "./expression.ts";
-export { addFenceColumnSql, fencedClaimSql, fencedWriteSql } from "./statements.ts";
+export { addFenceColumnSql } from "./statements.ts";
 export type {
   FencedClaim, FencedRow, FencedUpdate, FencedUpsert, FencedWrite, Placeholders, SqlStatement,
 } from "./statements.ts";
@@ -64,6 +67,16 @@ export async function fencedClaim(db: SqlDatabase, claim: FencedClaim, options: 
   return execute(db, buildClaim(claim, placeholdersOf(options)));
 }
 
+/** The SQL of a fenced write, for running with your own driver (e.g. Postgres with `"$n"`). */
+export function fencedWriteSql(write: FencedWrite, placeholders: Placeholders = "?"): SqlStatement {
+  return buildWrite(write, placeholders).statement;
+}
+
+/** The SQL of a fenced claim, for running with your own driver. */
+export function fencedClaimSql(claim: FencedClaim, placeholders: Placeholders = "?"): SqlStatement {
+  return buildClaim(claim, placeholders).statement;
+}
+
 /** Strict, as every options object here: a misspelled `placeholders` would send `?` to Postgres. */
 function placeholdersOf(options: FencedSqlOptions): Placeholders {
   checkShape(options, ["placeholders"], "fenced SQL options");
@@ -73,9 +86,8 @@ function placeholdersOf(options: FencedSqlOptions): Placeholders {
 async function execute(db: SqlDatabase, built: Built): Promise<FencedSqlOutcome> {
   const { statement, report } = built;
   if (await db.prepare(statement.text).bind(...statement.params).first()) return { accepted: true };
-  // The statement above already decided, atomically; this separate read only explains the
-  // refusal. A row's fence never goes down, so a fence above ours here was above it then or
-  // has passed it since: either way the caller's fence is stale now.
+  // The statement above decided, atomically; this read only explains why. A row's fence never
+  // goes down, so one above ours here means ours is stale now, whenever it got there.
   const row = await db.prepare(report.text).bind(...report.params).first<{ rows: unknown; fence: unknown }>();
   // Postgres drivers return COUNT and BIGINT as strings.
   const rows = Number(row?.rows ?? 0);

@@ -1,3 +1,4 @@
+// The text of fenced SQL statements: names checked and quoted, values bound, the fence guard in every one.
 import { LockConfigError } from "../../core/errors.ts";
 import { checkFence } from "../../core/fence.ts";
 import { checkValue, described, isSqlExpression, renderExpression, type SqlExpression, type SqlValue } from "./expression.ts";
@@ -28,11 +29,7 @@ export interface FencedUpdate extends FencedRow {
   upsert?: false;
 }
 
-/**
- * Inserts the row when missing, else updates it; plain values only, since a new row has nothing to compute from.
- * `key` must be exactly the columns of the primary key or a unique constraint: ON CONFLICT needs one, and
- * SQLite and Postgres refuse the statement without it.
- */
+/** Inserts the row when missing, else updates it: plain values only, and `key` exactly a primary or unique key (ON CONFLICT needs one). */
 export interface FencedUpsert extends FencedRow {
   set: Record<string, SqlValue>;
   where?: never;
@@ -192,20 +189,7 @@ export function buildClaim(claim: FencedClaim, p: Placeholders): Built {
   return { statement, report: report(row, p), resource: row.resource, fence: row.fence };
 }
 
-/** The SQL of a fenced write, for running with your own driver (e.g. Postgres with `"$n"`). */
-export function fencedWriteSql(write: FencedWrite, placeholders: Placeholders = "?"): SqlStatement {
-  return buildWrite(write, placeholders).statement;
-}
-
-/** The SQL of a fenced claim, for running with your own driver. */
-export function fencedClaimSql(claim: FencedClaim, placeholders: Placeholders = "?"): SqlStatement {
-  return buildClaim(claim, placeholders).statement;
-}
-
-/**
- * The migration that makes a table fenceable. BIGINT because fences are time-floored
- * (about 2^50 today): Postgres' INTEGER is 32-bit; SQLite's INTEGER affinity takes it as is.
- */
+/** The migration that makes a table fenceable: BIGINT, since fences (µs, ~2^50) overflow Postgres' INTEGER. */
 export function addFenceColumnSql(table: string): string {
   return `ALTER TABLE ${identifier(table, "table")} ADD COLUMN ${FENCE} BIGINT NOT NULL DEFAULT 0`;
 }
