@@ -1,3 +1,4 @@
+// Redis commands as the REST protocol sends them: JSON arrays or path segments, checked.
 import { HttpError } from "./errors.ts";
 
 /** One Redis command as sent to ioredis: the name, then every argument as text or raw bytes. */

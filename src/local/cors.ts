@@ -1,3 +1,4 @@
+// CORS for the local server, so @upstash/redis works from a browser page too.
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 /**

@@ -1,3 +1,4 @@
+// The errors of the local server and the redis-server launcher, each with a stable `code`.
 /** Base class of every error the local server and the redis-server launcher throw. */
 export class LocalUpstashError extends Error {
   override name = "LocalUpstashError";

@@ -1,3 +1,4 @@
+// Runs commands, pipelines and transactions on Redis for the local server, after its command policy.
 import type { Redis } from "ioredis";
 import type { Command } from "./command.ts";
 import { rejectionReason } from "./command-policy.ts";

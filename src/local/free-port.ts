@@ -1,3 +1,4 @@
+// A free TCP port, for servers that need one before they start.
 import { createServer } from "node:net";
 
 /** Asks the OS for a currently free TCP port on `host`. */

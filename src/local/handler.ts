@@ -1,3 +1,4 @@
+// The local server's request handler: the Upstash REST protocol, request by request.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Redis } from "ioredis";
 import { parseCommand, parseCommandList, type Command } from "./command.ts";

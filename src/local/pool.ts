@@ -1,3 +1,4 @@
+// Redis connections that one user at a time owns, kept for reuse.
 import type { Redis } from "ioredis";
 import { RedisUnavailableError } from "./errors.ts";
 

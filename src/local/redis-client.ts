@@ -1,3 +1,4 @@
+// ioredis connections for the local server: fail fast during an outage, say why a connect failed.
 import { Redis, type RedisOptions } from "ioredis";
 import { noReplyFailure, startupFailure } from "./redis-failure.ts";
 

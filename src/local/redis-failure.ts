@@ -1,3 +1,4 @@
+// Why Redis could not be used, in words for the HTTP client or the developer.
 import { RedisUnavailableError } from "./errors.ts";
 
 /** What to do about the usual reasons a Redis cannot be used, keyed by error code or reply prefix. */

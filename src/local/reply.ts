@@ -1,3 +1,4 @@
+// Redis replies as the JSON the Upstash REST protocol answers with.
 /** What JSON.rawJSON returns: JSON.stringify writes its text as it is. */
 interface RawJson {
   readonly rawJSON: string;
@@ -12,14 +13,10 @@ const OK = Buffer.from("OK");
 const rawJson = (JSON as { rawJSON?: (text: string) => RawJson }).rawJSON;
 
 /**
- * Converts an ioredis Buffer-mode reply, read with `stringNumbers` (integers are strings, every
- * other string is a Buffer), to JSON.
- *
- * With base64, every string at every depth is base64 of its exact bytes, except a top-level "OK":
- * Upstash sends that one raw and @upstash/redis only special-cases it at the top level, while a
- * raw "OK" one level down would be base64-decoded to garbage. Status and bulk replies are both
- * Buffers here, so a top-level bulk "OK" is sent raw too; the client decodes both forms alike.
- * Without base64, strings are UTF-8 text (invalid bytes become U+FFFD, as on Upstash).
+ * An ioredis Buffer-mode reply, read with `stringNumbers` (integers are strings, every other string
+ * a Buffer), as JSON. Strings are UTF-8 text (bad bytes U+FFFD, as on Upstash), or with base64 the
+ * base64 of their bytes, but for a top-level "OK": Upstash sends that raw, and @upstash/redis
+ * expects it raw only there. A bulk "OK" goes raw too; the client reads both alike.
  */
 export function toJsonReply(reply: unknown, base64: boolean): JsonReply {
   if (base64 && Buffer.isBuffer(reply) && reply.equals(OK)) return "OK";

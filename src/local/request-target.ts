@@ -1,3 +1,4 @@
+// The request target split into path and query, without URL parsing.
 import { HttpError } from "./errors.ts";
 
 /** Where a request goes: its path, still percent-encoded, and its query parameters. */

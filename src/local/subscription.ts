@@ -38,11 +38,10 @@ export function subscriptionOf(path: string): Subscription | undefined {
 }
 
 /**
- * Serves one subscription as server-sent events on a Redis connection of its own (taken from
- * the pool), until the client goes away, Redis does, or the server closes. Each name's
- * `subscribe` event is written only after Redis confirmed that name, and Redis delivers every
- * PUBLISH that follows its confirmation, so a client that waits for the event misses nothing
- * published after it. Throws, with nothing written yet, when the subscription cannot be set up.
+ * Serves one subscription as server-sent events on a pooled Redis connection of its own, until the
+ * client, Redis or the server ends it. A name's `subscribe` event goes out only once Redis confirmed
+ * the name, so a client that waits for it misses nothing published after. Throws, with nothing
+ * written yet, when the subscription cannot be set up.
  */
 export async function streamSubscription(
   response: ServerResponse,
