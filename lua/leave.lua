@@ -1,5 +1,6 @@
 -- Take a waiter out of line when it stops waiting, so it holds no free lock back, and give back
--- any hold taken for it that it never received (a handover, or a reply lost or too late).
+-- any hold taken for it that it never received (a handover, or a reply lost or too late); the
+-- next in line finds the lock free on its next look, within a second.
 -- Sent only as an acquire() call ends, so a late duplicate finds no hold that anyone received.
 -- KEYS[1] lock hash, KEYS[2] fence hash (unused), KEYS[3] queue zset, KEYS[4] alive zset
 local lock, fenceKey, queue, alive = unpack(KEYS)
