@@ -1,5 +1,5 @@
 // What lockGuard and guardFetch share: the lock per request, refusals, and the release once the body is sent.
-import { LockTimeoutError, LockUnavailableError } from "../core/errors.ts";
+import { ClockBehindError, LockTimeoutError, LockUnavailableError } from "../core/errors.ts";
 import { guardOptionsSchema } from "./guard-options.ts";
 import type { Lease } from "../lock/lease.ts";
 import type { Locks } from "../lock/locks.ts";
@@ -64,6 +64,7 @@ export async function enterGuard(
     return await locks.acquire(name, { waitMs, leaseMs, wake, signal, waitUntil });
   } catch (error) {
     if (error instanceof LockTimeoutError) return locked(error.retryAfterMs);
+    if (error instanceof ClockBehindError) return clockBehind(error.retryAfterMs);
     if (error instanceof LockUnavailableError) return unavailable();
     // The client stopped waiting and went away: nobody reads this answer, and it is no error.
     if (signal?.aborted) return locked(0);
@@ -156,6 +157,15 @@ function locked(retryAfterMs: number): Refusal {
   return {
     problem: { type: "urn:fencelock:problem:locked", title: "Locked", status: 423,
       detail: `Another request holds this resource; retry in ${seconds} s.`, retryAfter: seconds },
+    headers: { "Retry-After": String(seconds) },
+  };
+}
+
+function clockBehind(retryAfterMs: number): Refusal {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return {
+    problem: { type: "urn:fencelock:problem:clock-behind", title: "Lock service unavailable", status: 503,
+      detail: `The lock is free, but Redis' clock is behind its last fence; retry in ${seconds} s.`, retryAfter: seconds },
     headers: { "Retry-After": String(seconds) },
   };
 }
