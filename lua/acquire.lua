@@ -54,6 +54,14 @@ end
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
 if not cur[1] then
   local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
+  -- The floor of server time keeps fences rising when the fence key was lost
+  -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
+  local minted = math.max(last + 1, nowUs)
+  -- At most 1 s ahead of this clock, so a failover that loses this fence over 1 s (plus clock
+  -- lag) later still mints above it. Until then: busy, for -ms, for everyone in line alike.
+  if minted > nowUs + 1000000 then
+    return waitInLine(-math.ceil((minted - nowUs - 1000000) / 1000), last)
+  end
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
     -- A head evicted from alive would hold a free lock back for good (others' attempts keep the
@@ -67,14 +75,6 @@ if not cur[1] then
       return waitInLine(0, math.max(last, nowUs))
     end
   end
-  -- The floor of server time keeps fences rising when the fence key was lost
-  -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
-  local minted = math.max(last + 1, nowUs)
-  -- At most 1 s ahead of this clock, so a failover that loses this fence over 1 s (plus clock
-  -- lag) later still mints above it. Until then: busy, for -ms.
-  if minted > nowUs + 1000000 then
-    return waitInLine(-math.ceil((minted - nowUs - 1000000) / 1000), last)
-  end
   leaveLine()
   local newFence = string.format('%d', minted)
   redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, 1)
@@ -85,7 +85,8 @@ if not cur[1] then
 end
 
 if cur[1] ~= owner then
-  return waitInLine(redis.call('PTTL', lock), tonumber(cur[2]))
+  -- A lock without a TTL (PERSIST, restored data) answers -1, which would read as the clock's.
+  return waitInLine(math.max(redis.call('PTTL', lock), 0), tonumber(cur[2]))
 end
 
 leaveLine()

@@ -3,7 +3,7 @@
 // back), minting waits for the clock: otherwise a later failover that loses this fence could mint
 // it again for someone else.
 import { describe, expect, it } from "vitest";
-import { ClockBehindError, LockUnavailableError } from "../../../src/index.ts";
+import { ClockBehindError, LockTimeoutError, LockUnavailableError } from "../../../src/index.ts";
 import { lockKeys } from "../../../src/core/keys.ts";
 import { lockSet } from "../../support/lock-set.ts";
 import { until } from "../../support/until.ts";
@@ -63,11 +63,34 @@ describe("fences ahead of the server's clock", () => {
   it("are not minted by a release handing the lock to a push waiter either", async () => {
     const prefix = uniquePrefix("clock-handover");
     const holder = await lockSet(prefix).acquire("job");
-    const waiting = lockSet(prefix).acquire("job", { waitMs: 1_500, wake: "push" }).catch((e: unknown) => e);
-    await until(async () => (await lockSet(prefix).inspect("job")).waiters === 1, 5_000);
-    const last = await lastFenceAhead(prefix, "job", 10 * 60_000);
+    const waiting = lockSet(prefix).acquire("job", { waitMs: 30_000, wake: "push" });
+    await until(async () => (await lockSet(prefix).inspect("job")).waiters === 1, 10_000);
+    const last = await lastFenceAhead(prefix, "job", 3_000);
     await holder.release();
-    expect(await waiting).toBeInstanceOf(ClockBehindError);
+    // No handover: the release left the lock free and minted nothing.
     expect(await lockSet(prefix).inspect("job")).toMatchObject({ held: false, fence: last });
+    // The waiter takes it once the clock has caught up, with a fence above the last.
+    expect((await waiting).fence).toBeGreaterThan(last);
+  });
+
+  it("are told to every caller in line, not only the first", async () => {
+    const prefix = uniquePrefix("clock-line");
+    await lastFenceAhead(prefix, "job", 10 * 60_000);
+    const first = new AbortController();
+    const waiting = lockSet(prefix).acquire("job", { waitMs: 60_000, signal: first.signal }).catch((e: unknown) => e);
+    await until(async () => (await lockSet(prefix).inspect("job")).waiters === 1, 10_000);
+    // Before, the second in line heard "promised to an earlier waiter": null here, 423 in a guard.
+    expect(await lockSet(prefix).tryAcquire("job").catch((e: unknown) => e)).toBeInstanceOf(ClockBehindError);
+    first.abort();
+    await waiting;
+  });
+
+  it("are not what a held lock without a TTL (PERSIST, restored data) reads as: that is busy", async () => {
+    const prefix = uniquePrefix("clock-no-ttl");
+    const holder = await lockSet(prefix).acquire("job");
+    await upstash().persist(lockKeys(prefix, "job").lock);
+    expect(await lockSet(prefix).tryAcquire("job")).toBeNull();
+    expect(await lockSet(prefix).acquire("job", { waitMs: 300 }).catch((e: unknown) => e)).toBeInstanceOf(LockTimeoutError);
+    await holder.release();
   });
 });
