@@ -3,7 +3,7 @@
 -- next in line finds the lock free on its next look, within a second.
 -- Sent only as an acquire() call ends, so a late duplicate finds no hold that anyone received.
 -- KEYS[1] lock hash, KEYS[2] fence hash (unused), KEYS[3] queue zset, KEYS[4] alive zset
-local lock, fenceKey, queue, alive = unpack(KEYS)
+local lock, queue, alive = KEYS[1], KEYS[3], KEYS[4]
 -- As queued.
 local ticket = ARGV[1]
 redis.call('ZREM', queue, ticket)

@@ -20,7 +20,11 @@ export async function runWithLocalUpstash(app: AppCommand): Promise<never> {
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
     // Stopped on request is a clean end, whatever code the app exits with on SIGINT.
-    code = await new Promise<number>((resolve) => child.once("exit", (exitCode) => resolve(stopped ? 0 : exitCode ?? 1)));
+    code = await new Promise<number>((resolve) => {
+      child.once("exit", (exitCode) => resolve(stopped ? 0 : exitCode ?? 1));
+      // Not started at all (say, deno not installed): one line, not a stack.
+      child.once("error", (error) => (console.error(`${command}: ${error.message}`), resolve(1)));
+    });
   } finally {
     await server.close();
   }

@@ -74,36 +74,31 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
   };
 }
 
-// Per client and prefix, so that a store made per request costs the check once per client.
-const prefixChecks = new WeakMap<RedisClient, Map<string, Promise<void>>>();
+// Checks passed, per client: a store made per request costs the check once per client. Only the
+// outcome is kept, never a promise, which on Workers may not be awaited from another request.
+const prefixesChecked = new WeakMap<RedisClient, Set<string>>();
 
 /**
  * Every store on a prefix must keep data as long: one that keeps it longer (or for good) would take
  * a record that expired for a shorter ttlMs as never written, and accept fences older than ones it
  * saw. The first store records its ttlMs; any other is refused before it claims or writes.
  */
-function checkPrefixTtl(redis: RedisClient, prefix: string, ttlMs: number, timeoutMs: number): Promise<void> {
-  let checks = prefixChecks.get(redis);
-  if (!checks) prefixChecks.set(redis, (checks = new Map()));
+async function checkPrefixTtl(redis: RedisClient, prefix: string, ttlMs: number, timeoutMs: number): Promise<void> {
+  const checked = prefixesChecked.get(redis) ?? new Set<string>();
   const id = `${prefix} ${ttlMs}`;
-  let check = checks.get(id);
-  if (!check) {
-    const key = `${prefix}:store-ttl`;
-    check = runScript(redis, scripts.storeTtl, [key], [ttlMs], { timeoutMs }).then((reply) => {
-      // `Number`: a client may answer integers as decimal text.
-      const kept = reply.length === 1 ? Number(reply[0]) : NaN;
-      if (kept === ttlMs) return;
-      if (!Number.isSafeInteger(kept)) throw unexpectedReply(scripts.storeTtl);
-      throw new LockConfigError("createFencedStore options", [
-        `ttlMs: ${ttlMs || "none"} differs from ${kept || "none"}, the stores' on prefix "${prefix}" (key ${key}); ` +
-        "one that keeps data longer would take their expired records as never written. Use one ttlMs per prefix",
-      ]);
-    });
-    checks.set(id, check);
-    // Asked again next time: Redis may have been out of reach, or the key deleted on purpose.
-    check.catch(() => checks.delete(id));
+  if (checked.has(id)) return;
+  const key = `${prefix}:store-ttl`;
+  const reply = await runScript(redis, scripts.storeTtl, [key], [ttlMs], { timeoutMs });
+  // `Number`: a client may answer integers as decimal text.
+  const kept = reply.length === 1 ? Number(reply[0]) : NaN;
+  if (!Number.isSafeInteger(kept)) throw unexpectedReply(scripts.storeTtl);
+  if (kept !== ttlMs) {
+    throw new LockConfigError("createFencedStore options", [
+      `ttlMs: ${ttlMs || "none"} differs from ${kept || "none"}, the stores' on prefix "${prefix}" (key ${key}); ` +
+      "one that keeps data longer would take their expired records as never written. Use one ttlMs per prefix",
+    ]);
   }
-  return check;
+  prefixesChecked.set(redis, checked.add(id));
 }
 
 function decode<T>([, fence, stored]: Reply): Fenced<T> | null {

@@ -72,8 +72,9 @@ export async function runScript(
  * and its calls then retry for seconds before failing as if the network were down.
  */
 function checkConfigured(redis: RedisClient): void {
-  const http = (redis as { client?: { baseUrl?: unknown } }).client;
-  if (http?.baseUrl === "") {
+  // hasCredentials: false without a token too; older clients lack it, and have baseUrl.
+  const http = (redis as { client?: { baseUrl?: unknown; hasCredentials?: unknown } }).client;
+  if (http?.baseUrl === "" || http?.hasCredentials === false) {
     throw new LockConfigError("Redis client", [
       "it has no URL or token. Set UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN (what Redis.fromEnv() reads), or pass new Redis({ url, token })",
     ]);

@@ -28,7 +28,7 @@ export const inspect: LuaScript = {
 export const leave: LuaScript = {
   name: "leave",
   replyLength: 1,
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS)local g=ARGV[1]a('ZREM',d,g)a('ZREM',e,g)if a('HDEL',b,'q:'..g)==1 and a('HINCRBY',b,'holds',-1)<1 then a('DEL',b)end return{1}",
+  text: "local a=redis.call local b,d,e=KEYS[1],KEYS[3],KEYS[4]local g=ARGV[1]a('ZREM',d,g)a('ZREM',e,g)if a('HDEL',b,'q:'..g)==1 and a('HINCRBY',b,'holds',-1)<1 then a('DEL',b)end return{1}",
 };
 
 export const release: LuaScript = {

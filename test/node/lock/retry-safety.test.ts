@@ -105,13 +105,13 @@ describe("retry safety: a release retried after the lock moved on", () => {
 
   it("reports released when it gave back one of three holds, another hold was given back, and the lock went before the retry", async () => {
     const prefix = uniquePrefix("retry-two-marks");
-    const locks = createLocks({ redis: upstash(), prefix, leaseMs: 300 });
+    const locks = createLocks({ redis: upstash(), prefix, leaseMs: 1_000 });
     const a = await locks.acquire("door");
     const b = await locks.acquire("door", { owner: a.owner });
     await locks.acquire("door", { owner: a.owner }); // a third hold, never released
     const moves = { n: 0 };
     // b's release used to overwrite the record a's retry looks for.
-    const otherReleaseThenLapse = async () => (expect(await b.release()).toBe("released"), await sleep(600));
+    const otherReleaseThenLapse = async () => (expect(await b.release()).toBe("released"), await sleep(1_600));
     expect(await withFetch(nextHolderBetween(a.owner, otherReleaseThenLapse, moves), () => a.release())).toBe("released");
     expect(moves.n).toBe(1);
     expect((await locks.inspect("door")).held).toBe(false);

@@ -1,7 +1,7 @@
 // A client built without a URL or token (Redis.fromEnv() with the variables unset) fails on its
 // first call, at once and by name, where it used to wait out timeoutMs and blame the network.
 import { Redis } from "@upstash/redis";
-import { describe, expect, it, vi } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { createFencedStore, createLocks, LockConfigError } from "../../../src/index.ts";
 
 const message = "Invalid Redis client: it has no URL or token. Set UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN " +
@@ -9,6 +9,7 @@ const message = "Invalid Redis client: it has no URL or token. Set UPSTASH_REDIS
 
 describe("an unconfigured @upstash/redis client", () => {
   vi.spyOn(console, "warn").mockImplementation(() => undefined); // the client warns as it is built
+  afterAll(() => void vi.unstubAllEnvs());
   const unconfigured = () => {
     vi.stubEnv("UPSTASH_REDIS_REST_URL", undefined);
     vi.stubEnv("UPSTASH_REDIS_REST_TOKEN", undefined);
@@ -21,6 +22,11 @@ describe("an unconfigured @upstash/redis client", () => {
     const error = await locks.tryAcquire("job").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockConfigError);
     expect((error as Error).message).toBe(message);
+  });
+
+  it("fails the same way with a URL but no token", async () => {
+    const locks = createLocks({ redis: new Redis({ url: "http://127.0.0.1:1", token: "" }), timeoutMs: 60_000 });
+    await expect(locks.inspect("job")).rejects.toThrow(message);
   });
 
   it("fails a fenced store's first call the same way", async () => {

@@ -46,11 +46,11 @@ describe("validity on the client", () => {
   });
 
   it("counts a reentrant hold whose reply came too late once, when the next attempt rejoins it", async () => {
-    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("late-join"), leaseMs: 2_000 });
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("late-join"), leaseMs: 10_000, timeoutMs: 12_000 });
     const outer = await locks.acquire("job");
-    // The join's reply takes 1.85 of its 2 s: the next attempt (the lock still has about 150 ms to
+    // The join's reply takes 9.2 of its 10 s: the next attempt (the lock still has about 800 ms to
     // live) finds the hold under its ticket and extends it, without counting another.
-    const inner = await withFetch(delayingResponses(1_850, 1), () => locks.acquire("job", { owner: outer.owner, waitMs: 5_000 }));
+    const inner = await withFetch(delayingResponses(9_200, 1), () => locks.acquire("job", { owner: outer.owner, waitMs: 15_000 }));
     expect(await locks.inspect("job")).toMatchObject({ held: true, holds: 2 });
     expect(await inner.release()).toBe("released");
     // The outer hold is still there: the inner lease never stood for it.
@@ -58,26 +58,32 @@ describe("validity on the client", () => {
     expect(await outer.release()).toBe("released");
   });
 
-  it("keeps a hold whose reply came too late for the next attempt, so no give-back can undo that attempt's lease", async () => {
+  it("keeps a hold whose reply came too late for the next attempt, which rejoins it: no give-back can undo that lease", async () => {
     const prefix = uniquePrefix("late-dup");
-    const locks = createLocks({ redis: upstash(), prefix, leaseMs: 1_000 });
+    const locks = createLocks({ redis: upstash(), prefix, leaseMs: 10_000, timeoutMs: 12_000 });
     await (await locks.acquire("warm")).release(); // scripts loaded: one request per attempt
     const acquireSha1 = await scriptSha1(scripts.acquire);
     const leaveSha1 = await scriptSha1(scripts.leave);
-    let slowReplies = 0;
+    let slowFence: number | undefined;
     const duplicates: Promise<unknown>[] = [];
     const lease = await withFetch(
       (real) => async (input, init) => {
         const body = String(init?.body);
-        // The first attempt lands at once, but its reply takes 950 ms of the 1 s lease.
-        if (body.includes(acquireSha1) && slowReplies++ === 0) return delayed(await real(input, init), 950);
+        // The first attempt lands at once, but its reply takes 9.2 s of the 10 s lease.
+        if (body.includes(acquireSha1) && slowFence === undefined) {
+          const response = await real(input, init);
+          slowFence = ((await response.clone().json()) as [{ result: number[] }])[0].result[1];
+          return delayed(response, 9_200);
+        }
         // A proxy sends any give-back again 300 ms later, after the next attempt has landed.
         if (body.includes(leaveSha1)) duplicates.push(sleep(300).then(() => real(input, init)));
         return real(input, init);
       },
-      () => locks.acquire("job", { waitMs: 5_000 }),
+      () => locks.acquire("job", { waitMs: 15_000 }),
     );
     await Promise.all(duplicates);
+    // The hold the slow reply stood for, extended: the same fence, counted once.
+    expect(lease.fence).toBe(slowFence);
     // Before, the duplicate give-back deleted the hold this lease stands for, and anyone could take it.
     expect(await locks.inspect("job")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
     expect(await lockSet(prefix).tryAcquire("job")).toBeNull();
