@@ -73,22 +73,14 @@ function openStream(redis: RedisClient, channel: string, owner: string): WakeStr
   const wakeAll = () => {
     for (const wake of wakers) wake();
   };
-  let subscriber: WakeSubscriber | undefined;
-  try {
-    subscriber = redis.subscribe?.(channel);
-  } catch {
-    // as good as no subscriber: failed
-  }
+  const subscriber = subscribeTo(redis, channel);
   if (subscriber) {
     subscriber.on("subscribe", () => ((live = true), wakeAll()));
     subscriber.on("error", () => ((live = false), (failed = true), wakeAll()));
-    // A handover, 'fence:digest': only release.lua and this waiter know the owner token in the
-    // digest, so one who may publish but not read keys cannot forge it.
     subscriber.on("message", async (event) => {
-      // Any event reads safely so: a field of a primitive is undefined.
-      const [, fence, digest] = /^([1-9]\d{0,15}):([0-9a-f]{40})$/.exec(String((event as { message?: unknown } | null | undefined)?.message)) ?? [];
-      if (!fence || digest !== await sha1Hex(`${fence}:${owner}`) || !Number.isSafeInteger(+fence)) return;
-      granted = +fence;
+      const fence = await handoverFence(event, owner);
+      if (fence === undefined) return;
+      granted = fence;
       wakeAll();
     });
   } else {
@@ -117,4 +109,25 @@ function openStream(redis: RedisClient, channel: string, owner: string): WakeStr
     },
     close: async () => subscriber?.unsubscribe(),
   };
+}
+
+/** The client's subscriber for `channel`; undefined where it cannot subscribe, or throws trying. */
+function subscribeTo(redis: RedisClient, channel: string): WakeSubscriber | undefined {
+  try {
+    return redis.subscribe?.(channel);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The fence of a handover message, 'fence:digest', if release.lua signed it for `owner`: only it
+ * and this waiter know the owner token, so one who may publish but not read keys cannot forge it.
+ */
+async function handoverFence(event: unknown, owner: string): Promise<number | undefined> {
+  // Any event reads safely so: a field of a primitive is undefined.
+  const message = String((event as { message?: unknown } | null | undefined)?.message);
+  const [, fence, digest] = /^([1-9]\d{0,15}):([0-9a-f]{40})$/.exec(message) ?? [];
+  if (!fence || !Number.isSafeInteger(+fence) || digest !== (await sha1Hex(`${fence}:${owner}`))) return undefined;
+  return +fence;
 }
