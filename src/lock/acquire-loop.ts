@@ -98,7 +98,7 @@ async function keepUnlessAborted(lease: Lease, signal: AbortSignal | undefined):
 
 /** What the last attempt of a call that ran out of time found. */
 function outOfTime(name: string, busy: BusyAttempt): Busy {
-  const { clockBehindMs = 0 } = busy;
+  const { clockBehindMs } = busy;
   if (clockBehindMs > 0) throw new ClockBehindError(name, clockBehindMs);
   // The lock was free, and the reply too late to use: "busy" would mislead.
   if (busy.busyForMs < 0) throw new LockUnavailableError("Redis took most of leaseMs to answer; raise leaseMs.");
@@ -107,7 +107,7 @@ function outOfTime(name: string, busy: BusyAttempt): Busy {
 
 /** Waits for the next attempt; resolves with a fence when a release handed this call the lock. */
 function pause(waiter: Waiter, tries: number, busy: BusyAttempt, budgetMs: number, signal: AbortSignal | undefined) {
-  const { clockBehindMs = 0 } = busy;
+  const { clockBehindMs } = busy;
   // No release can hand the lock over before the clock catches up; the next attempt keeps the place in line.
   if (clockBehindMs > 0) return sleep(Math.min(clockBehindMs, QUEUE_ALIVE_MS / 2, budgetMs), signal);
   return waiter.pause(tries, busy, budgetMs, signal);

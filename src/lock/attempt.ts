@@ -15,7 +15,7 @@ export interface BusyAttempt extends Busy {
   /** No lower than any fence minted before the attempt ran; a handover with a higher one came after it. */
   readonly newestFence: number;
   /** Above 0: the lock is free, but Redis's clock must catch up with its last fence for this long first. */
-  readonly clockBehindMs?: number;
+  readonly clockBehindMs: number;
 }
 
 /** The Redis side of a lease: heartbeat and release, each one script. */
@@ -42,7 +42,7 @@ export function attemptAcquire(run: Run, backend: LeaseBackend) {
     const reply = await run(scripts.acquire, name, args, owner);
     if (reply[0] !== 1) {
       const [, ttlMs, position, newestFence] = reply; // {0, ttlMs, position, newest}
-      return { busyForMs: Math.max(0, ttlMs), clockBehindMs: -ttlMs, position, newestFence };
+      return { busyForMs: Math.max(0, ttlMs), clockBehindMs: Math.max(0, -ttlMs), position, newestFence };
     }
     const [, fence, , ttlMs] = reply; // {1, fence, holds, ttlMs}
     // Only data under the prefix that is not fencelock's could hold such a fence.
@@ -51,7 +51,7 @@ export function attemptAcquire(run: Run, backend: LeaseBackend) {
     const validUntil = sentAt + ttlMs - driftMs(ttlMs);
     // Too late to use. The hold stays for the next attempt to rejoin, or for leave to give back:
     // giving it back now, a late duplicate could undo the next attempt's hold.
-    if (validUntil - performance.now() < leaseMs / 10) return { busyForMs: -1, position: -1, newestFence: fence };
+    if (validUntil - performance.now() < leaseMs / 10) return { busyForMs: -1, clockBehindMs: 0, position: -1, newestFence: fence };
     return new Lease({ name, owner, fence, leaseMs, validUntil }, backend);
   };
 }
