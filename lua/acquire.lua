@@ -14,10 +14,14 @@ local owner = ARGV[1]
 local ticket = ARGV[2]
 local seen = 'q:' .. ticket
 local leaseMs = tonumber(ARGV[3])
--- A string: PEXPIRE is all it is used for.
-local fenceTtlMs = ARGV[4]
+local fenceTtlMs = tonumber(ARGV[4])
 -- How long the ticket stays queued without another attempt; 0: do not queue.
 local queueMs = tonumber(ARGV[5])
+-- Quorum mode only: the fence the client proposes to every node, so that nodes that know no higher
+-- one mint the same. It also lifts τ, the most a fence may run ahead of this clock: there the
+-- majority keeps fences in order, and a fast node must not hold the others back (docs/guarantees.md).
+local proposed = tonumber(ARGV[6])
+local maxAheadUs = proposed and math.huge or 1000000
 local t = redis.call('TIME')
 local nowUs = t[1] * 1000000 + t[2]
 local nowMs = math.floor(nowUs / 1000)
@@ -56,11 +60,11 @@ if not cur[1] then
   local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
-  local minted = math.max(last + 1, nowUs)
-  -- At most 1 s ahead of this clock, so a failover that loses this fence over 1 s (plus clock
-  -- lag) later still mints above it. Until then: busy, for -ms, for everyone in line alike.
-  if minted > nowUs + 1000000 then
-    return waitInLine(-math.ceil((minted - nowUs - 1000000) / 1000), last)
+  local minted = math.max(last + 1, nowUs, proposed or 0)
+  -- At most τ ahead of this clock, so a failover that loses this fence over τ (plus clock lag)
+  -- later still mints above it. Until then: busy, for -ms, for everyone in line alike.
+  if minted > nowUs + maxAheadUs then
+    return waitInLine(-math.ceil((minted - nowUs - maxAheadUs) / 1000), last)
   end
   if queued then
     local head = redis.call('ZRANGE', queue, 0, 0)[1]
@@ -80,7 +84,9 @@ if not cur[1] then
   redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, 1)
   redis.call('PEXPIRE', lock, leaseMs)
   redis.call('HSET', fenceKey, 'last', newFence)
-  redis.call('PEXPIRE', fenceKey, fenceTtlMs)
+  -- Kept fenceTtlMs past the moment this clock passes it: a fence minted ahead of the clock
+  -- (quorum mode) stays known until the time floor is above it.
+  redis.call('PEXPIRE', fenceKey, fenceTtlMs + math.max(0, math.ceil((minted - nowUs) / 1000)))
   return {1, tonumber(newFence), 1, leaseMs}
 end
 
@@ -98,7 +104,8 @@ end
 local ttl = redis.call('PTTL', lock)
 if ttl < leaseMs then
   redis.call('PEXPIRE', lock, leaseMs)
-  redis.call('PEXPIRE', fenceKey, fenceTtlMs)
+  -- Never shortened, for the same reason.
+  if redis.call('PTTL', fenceKey) < fenceTtlMs then redis.call('PEXPIRE', fenceKey, fenceTtlMs) end
   ttl = leaseMs
 end
 return {1, tonumber(cur[2]), holds, ttl}

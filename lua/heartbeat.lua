@@ -6,8 +6,7 @@ local owner = ARGV[1]
 -- Compared as the string it is stored as.
 local fence = ARGV[2]
 local leaseMs = tonumber(ARGV[3])
--- A string: PEXPIRE is all it is used for.
-local fenceTtlMs = ARGV[4]
+local fenceTtlMs = tonumber(ARGV[4])
 local cur = redis.call('HMGET', lock, 'owner', 'fence')
 if cur[1] ~= owner or cur[2] ~= fence then
   return {0, 0}
@@ -17,7 +16,8 @@ end
 local ttl = redis.call('PTTL', lock)
 if ttl < leaseMs then
   redis.call('PEXPIRE', lock, leaseMs)
-  redis.call('PEXPIRE', fenceKey, fenceTtlMs)
+  -- Never shortened: in quorum mode it may have to outlive a fence minted ahead of this clock.
+  if redis.call('PTTL', fenceKey) < fenceTtlMs then redis.call('PEXPIRE', fenceKey, fenceTtlMs) end
   ttl = leaseMs
 end
 return {1, ttl}

@@ -100,3 +100,27 @@ export class ClockBehindError extends LockUnavailableError {
     this.retryAfterMs = retryAfterMs;
   }
 }
+
+/**
+ * Quorum mode: fewer than a majority of the nodes answered, so whether the lock is free, held or
+ * taken is unknown. Unlike a busy lock (a majority answered, and too few granted), retrying later
+ * or restoring the nodes helps; `failures` says why each silent node failed.
+ */
+export class QuorumUnavailableError extends LockUnavailableError {
+  override readonly name = "QuorumUnavailableError";
+  declare readonly nodes: number;
+  declare readonly answered: number;
+  declare readonly granted: number;
+  declare readonly failures: readonly string[];
+  constructor(what: string, nodes: number, answered: number, granted: number, failures: readonly string[]) {
+    super(
+      `${what}: ${answered} of ${nodes} Redis nodes answered and ${granted} granted, but a majority is ` +
+        `${Math.floor(nodes / 2) + 1}. ${failures.join(" ")}`,
+      "QUORUM_UNAVAILABLE",
+    );
+    this.nodes = nodes;
+    this.answered = answered;
+    this.granted = granted;
+    this.failures = failures;
+  }
+}

@@ -24,12 +24,23 @@ const common = {
   redis: redisClient,
   /** Namespace for every key (default "fencelock"): lock sets with different prefixes never meet. */
   prefix: z._default(prefix, "fencelock"),
-  /** Budget for one Redis request, client retries included (default 3 s); past it: LockUnavailableError. */
+  /** Budget for one Redis request, client retries included (default 3 s), to each node in quorum mode; past it: LockUnavailableError. */
   timeoutMs: z._default(ms(50, 60_000), 3_000),
 };
 
+/** Quorum mode: independent Redis clients, each a separate database (three or more; odd is best). */
+const quorumClients = z.array(redisClient).check(
+  z.minLength(3, "quorum mode needs at least 3 independent Redis clients; for one Redis, pass its client alone"),
+  z.refine((clients) => new Set(clients).size === clients.length, "a quorum client was given twice: each must be a separate Redis"),
+);
+
 export const locksOptionsSchema = z.strictObject({
   ...common,
+  /** One Redis client, or an array of independent ones for quorum mode. */
+  redis: z.union(
+    [redisClient, quorumClients],
+    "expected a Redis client such as new Redis({ url, token }) from @upstash/redis, or an array of 3 or more for quorum mode",
+  ),
   /** Lease length (default 10 s). Short leases bound how long a crashed holder blocks others. */
   leaseMs: z._default(ms(100, 3_600_000), 10_000),
   /** How long acquire() waits for a busy lock (default 5 s). */

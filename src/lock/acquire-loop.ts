@@ -1,35 +1,36 @@
 // The loop behind acquire() and tryAcquire(): attempt, pause, retry, until the lock or the deadline.
-import { attemptAcquire, type BusyAttempt, type Run } from "./attempt.ts";
+import { driftMs, type Busy, type BusyAttempt, type LockBackend } from "../core/backend.ts";
 import type { RedisClient } from "../core/client.ts";
-import { ClockBehindError, LockUnavailableError } from "../core/errors.ts";
+import { ClockBehindError, LockConfigError, LockUnavailableError } from "../core/errors.ts";
 import { lockKeys, newToken } from "../core/keys.ts";
 import type { AcquireOptions } from "../core/options.ts";
-import { Lease, driftMs, type LeaseBackend } from "./lease.ts";
+import { Lease } from "./lease.ts";
 import { RETRY_WINDOW_MS } from "../redis/run-script.ts";
-import * as scripts from "../redis/scripts.gen.ts";
-import { QUEUE_ALIVE_MS, sleep, type Busy } from "../waiting/backoff.ts";
+import { QUEUE_ALIVE_MS, sleep } from "../waiting/backoff.ts";
 import { pollWaiter, pushWaiter, type Waiter } from "../waiting/push.ts";
 
 /** What the loop needs of its lock set's options. */
 export interface LoopConfig {
-  readonly redis: RedisClient;
+  /** The Redis that push waiters subscribe to; undefined in quorum mode, which waits by backoff. */
+  readonly pushClient: RedisClient | undefined;
   readonly prefix: string;
   readonly leaseMs: number;
 }
 
 /** acquireWithin(name, opts, waitMs): the lease, or what the lock looked like when waitMs ran out. */
-export function acquireLoop(config: LoopConfig, run: Run, backend: LeaseBackend) {
-  const attempt = attemptAcquire(run, backend);
-
+export function acquireLoop(config: LoopConfig, backend: LockBackend) {
   async function acquireWithin(name: string, opts: AcquireOptions, waitMs: number): Promise<Lease | Busy> {
     const leaseMs = opts.leaseMs ?? config.leaseMs;
     const owner = opts.owner ?? newToken();
     // One request id for every attempt, so one that landed unseen is not counted twice.
     const requestId = newToken();
     const push = opts.wake === "push";
+    if (push && !config.pushClient) {
+      throw new LockConfigError("acquire options", ['wake: "push" needs one Redis; a quorum waits with jittered backoff, so leave wake out']);
+    }
     // A push waiter's ticket carries what release.lua needs to take the lock on its behalf.
     const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}` : requestId;
-    const waiter = push ? pushWaiter(config.redis, lockKeys(config.prefix, name).lock, requestId, owner) : pollWaiter;
+    const waiter = push && config.pushClient ? pushWaiter(config.pushClient, lockKeys(config.prefix, name).lock, requestId, owner) : pollWaiter;
     const deadline = performance.now() + waitMs;
     // Only a caller that will wait takes a place in line.
     const queueMs = waitMs > 0 ? QUEUE_ALIVE_MS : 0;
@@ -44,8 +45,8 @@ export function acquireLoop(config: LoopConfig, run: Run, backend: LeaseBackend)
         // Until its reply arrives, an attempt may have queued or taken a hold.
         const wasQueued: boolean = queued;
         queued = true;
-        const outcome = await attempt(name, owner, ticket, leaseMs, queueMs);
-        if (outcome instanceof Lease) return await deliver(outcome);
+        const outcome = await backend.attempt(name, owner, ticket, leaseMs, queueMs);
+        if ("fence" in outcome) return await deliver(new Lease({ name, owner, leaseMs, ...outcome }, backend));
         // Queued, or holding a hold whose reply came too late (busyForMs -1).
         queued = wasQueued || outcome.position >= 0 || outcome.busyForMs < 0;
         // An abort while the attempt was out wins over what it found, as over a lease it got.
@@ -79,7 +80,7 @@ export function acquireLoop(config: LoopConfig, run: Run, backend: LeaseBackend)
 
   /** Leaves the line, and gives back any hold taken for this call, without making the caller wait. */
   function leaveLine(name: string, ticket: string, waitUntil: ((work: Promise<unknown>) => void) | undefined): void {
-    const left = run(scripts.leave, name, [ticket], "").catch(() => undefined);
+    const left = backend.leave(name, ticket).catch(() => undefined);
     // The runtime may stop a request's work once it answers: this must still reach Redis.
     waitUntil?.(left);
   }

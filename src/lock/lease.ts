@@ -1,17 +1,12 @@
 // A held lock on the client: its deadline by the local clock, its signal, heartbeat and release.
 /// <reference lib="esnext.disposable" preserve="true" />
 // Kept in the emitted lease.d.ts: Lease is AsyncDisposable, and a project without that lib could not import fencelock.
+import { driftMs, type LockBackend, type ReleaseOutcome } from "../core/backend.ts";
 import { LockLostError } from "../core/errors.ts";
 import { newToken } from "../core/keys.ts";
 
-export type ReleaseOutcome = "released" | "expired";
-
 /** What a Lease asks of its lock set; kept apart so the Lease knows nothing of Redis. */
-export interface LeaseBackend {
-  /** Extends the lease; the server's new TTL in ms, or null when no longer held. */
-  heartbeat(lease: Lease, leaseMs: number): Promise<number | null>;
-  release(lease: Lease, requestId: string): Promise<ReleaseOutcome>;
-}
+export type LeaseBackend = Pick<LockBackend, "heartbeat" | "release">;
 
 export interface LeaseInit {
   readonly name: string;
@@ -20,11 +15,6 @@ export interface LeaseInit {
   readonly leaseMs: number;
   /** performance.now() deadline; undefined for a resumed lease not yet confirmed. */
   readonly validUntil: number | undefined;
-}
-
-/** Clock drift allowance: a lease is trusted for slightly less than its TTL. */
-export function driftMs(leaseMs: number): number {
-  return leaseMs * 0.01 + 2;
 }
 
 /**

@@ -1,33 +1,16 @@
-// createLocks: a lock set over one Redis (acquire, tryAcquire, withLock, resume, inspect).
+// createLocks: a lock set over one Redis or a quorum (acquire, tryAcquire, withLock, resume, inspect).
 import { acquireLoop } from "./acquire-loop.ts";
-import { leaseBackend, type Run } from "./attempt.ts";
+import type { HeldLease, LockState } from "../core/backend.ts";
 import { LockConfigError, LockTimeoutError } from "../core/errors.ts";
 import { checkFence } from "../core/fence.ts";
-import { checkName, lockKeys } from "../core/keys.ts";
+import { checkName } from "../core/keys.ts";
 import { Lease } from "./lease.ts";
 import {
   acquireOptionsSchema, locksOptionsSchema, ownerToken, parseOptions, tryAcquireOptionsSchema,
   type AcquireOptions, type LocksOptions, type TryAcquireOptions,
 } from "../core/options.ts";
-import { integers, runScript } from "../redis/run-script.ts";
-import * as scripts from "../redis/scripts.gen.ts";
-
-/** A lock's state as anyone may see it; the owner is never revealed. */
-export interface LockState {
-  held: boolean;
-  /** The holder's fence, or the last one minted when free (null if none is remembered). */
-  fence: number | null;
-  remainingMs: number;
-  holds: number;
-  /** Callers of acquire() waiting in line. */
-  waiters: number;
-}
-
-export interface HeldLease {
-  name: string;
-  owner: string;
-  fence: number;
-}
+import { quorum } from "../quorum/quorum.ts";
+import { singleNode } from "./single-node.ts";
 
 export interface Locks {
   /** Waits up to `waitMs` for the lock; throws LockTimeoutError if it stays busy. */
@@ -50,7 +33,7 @@ export interface Locks {
 }
 
 /**
- * Creates a lock set over one Redis.
+ * Creates a lock set over one Redis, or over a quorum of independent ones (`redis: [a, b, c]`).
  *
  * @example
  * const locks = createLocks({ redis: Redis.fromEnv(), prefix: "app", leaseMs: 10_000 });
@@ -60,16 +43,11 @@ export interface Locks {
  */
 export function createLocks(options: LocksOptions): Locks {
   const config = parseOptions(locksOptionsSchema, options, "createLocks options");
-  const run: Run = async (script, name, args, owner, fence) =>
-    integers(
-      await runScript(config.redis, script, Object.values(lockKeys(config.prefix, name, fence)), args, {
-        timeoutMs: config.timeoutMs,
-        secrets: [owner],
-      }),
-      script,
-    );
-  const backend = leaseBackend(run);
-  const acquireWithin = acquireLoop(config, run, backend);
+  const { redis, prefix, timeoutMs } = config;
+  const backend = Array.isArray(redis)
+    ? quorum(redis.map((client) => ({ redis: client, prefix, timeoutMs })))
+    : singleNode({ redis, prefix, timeoutMs });
+  const acquireWithin = acquireLoop({ ...config, pushClient: Array.isArray(redis) ? undefined : redis }, backend);
 
   async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {
     checkName(name);
@@ -108,9 +86,7 @@ export function createLocks(options: LocksOptions): Locks {
   }
 
   async function inspect(name: string): Promise<LockState> {
-    checkName(name);
-    const [held, fence, ttl, holds, waiters] = await run(scripts.inspect, name, [], "");
-    return { held: held === 1, fence: fence > 0 ? fence : null, remainingMs: Math.max(0, ttl), holds, waiters };
+    return backend.inspect(checkName(name));
   }
 
   return { acquire, tryAcquire, withLock, resume, inspect };

@@ -10,19 +10,25 @@ export interface LuaScript {
 export const acquire: LuaScript = {
   name: "acquire",
   replyLength: 4,
-  text: "local a=redis.call local b,c,d,e=unpack(KEYS)local f=ARGV[1]local g=ARGV[2]local h='q:'..g local i=tonumber(ARGV[3])local j=ARGV[4]local k=tonumber(ARGV[5])local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local o=a('EXISTS',d)==1 if o then local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end end local function q()if o then a('ZREM',d,g)a('ZREM',e,g)end end local function r(s,t)if k<=0 then return{0,s,-1,t}end a('ZADD',d,'NX',m,g)a('ZADD',e,n+k,g)a('PEXPIRE',d,k)a('PEXPIRE',e,k)return{0,s,a('ZRANK',d,g),t}end local u=a('HMGET',b,'owner','fence','holds')if not u[1]then local v=tonumber(a('HGET',c,'last'))or 0 local w=math.max(v+1,m)if w>m+1000000 then return r(-math.ceil((w-m-1000000)/1000),v)end if o then local x=a('ZRANGE',d,0,0)[1]while x and x~=g and tonumber(a('ZSCORE',e,x)or 0)<=n do a('ZREM',d,x)x=a('ZRANGE',d,0,0)[1]end if x and x~=g then return r(0,math.max(v,m))end end q()local y=string.format('%d',w)a('HSET',b,'owner',f,'fence',y,'holds',1,h,1)a('PEXPIRE',b,i)a('HSET',c,'last',y)a('PEXPIRE',c,j)return{1,tonumber(y),1,i}end if u[1]~=f then return r(math.max(a('PTTL',b),0),tonumber(u[2]))end q()local z=tonumber(u[3])if a('HSETNX',b,h,1)==1 then z=a('HINCRBY',b,'holds',1)end local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,tonumber(u[2]),z,s}",
+  text: "local a=redis.call local b,c,d,e=unpack(KEYS)local f=ARGV[1]local g=ARGV[2]local h='q:'..g local i=tonumber(ARGV[3])local j=tonumber(ARGV[4])local k=tonumber(ARGV[5])local l=tonumber(ARGV[6])local m=l and math.huge or 1000000 local n=a('TIME')local o=n[1]*1000000+n[2]local p=math.floor(o/1000)local q=a('EXISTS',d)==1 if q then local r=a('ZRANGEBYSCORE',e,'-inf',p,'LIMIT',0,100)if #r>0 then a('ZREM',d,unpack(r))a('ZREM',e,unpack(r))end end local function s()if q then a('ZREM',d,g)a('ZREM',e,g)end end local function t(u,v)if k<=0 then return{0,u,-1,v}end a('ZADD',d,'NX',o,g)a('ZADD',e,p+k,g)a('PEXPIRE',d,k)a('PEXPIRE',e,k)return{0,u,a('ZRANK',d,g),v}end local w=a('HMGET',b,'owner','fence','holds')if not w[1]then local x=tonumber(a('HGET',c,'last'))or 0 local y=math.max(x+1,o,l or 0)if y>o+m then return t(-math.ceil((y-o-m)/1000),x)end if q then local z=a('ZRANGE',d,0,0)[1]while z and z~=g and tonumber(a('ZSCORE',e,z)or 0)<=p do a('ZREM',d,z)z=a('ZRANGE',d,0,0)[1]end if z and z~=g then return t(0,math.max(x,o))end end s()local A=string.format('%d',y)a('HSET',b,'owner',f,'fence',A,'holds',1,h,1)a('PEXPIRE',b,i)a('HSET',c,'last',A)a('PEXPIRE',c,j+math.max(0,math.ceil((y-o)/1000)))return{1,tonumber(A),1,i}end if w[1]~=f then return t(math.max(a('PTTL',b),0),tonumber(w[2]))end s()local B=tonumber(w[3])if a('HSETNX',b,h,1)==1 then B=a('HINCRBY',b,'holds',1)end local u=a('PTTL',b)if u<i then a('PEXPIRE',b,i)if a('PTTL',c)<j then a('PEXPIRE',c,j)end u=i end return{1,tonumber(w[2]),B,u}",
+};
+
+export const adopt: LuaScript = {
+  name: "adopt",
+  replyLength: 2,
+  text: "local a=redis.call local b,c=unpack(KEYS)local f,g,y,C=ARGV[1],ARGV[2],ARGV[3],ARGV[4]local j=tonumber(ARGV[5])local w=a('HMGET',b,'owner','fence','q:'..g)if w[1]~=f or not w[3]or(w[2]~=y and w[2]~=C)then return{0,0}end a('HSET',b,'fence',C)local D=tonumber(C)local x=tonumber(a('HGET',c,'last'))or 0 if x<D then a('HSET',c,'last',C)x=D end local n=a('TIME')local E=j+math.max(0,math.ceil((x-(n[1]*1000000+n[2]))/1000))if a('PTTL',c)<E then a('PEXPIRE',c,E)end return{1,a('PTTL',b)}",
 };
 
 export const heartbeat: LuaScript = {
   name: "heartbeat",
   replyLength: 2,
-  text: "local a=redis.call local b,c=unpack(KEYS)local f=ARGV[1]local A=ARGV[2]local i=tonumber(ARGV[3])local j=ARGV[4]local u=a('HMGET',b,'owner','fence')if u[1]~=f or u[2]~=A then return{0,0}end local s=a('PTTL',b)if s<i then a('PEXPIRE',b,i)a('PEXPIRE',c,j)s=i end return{1,s}",
+  text: "local a=redis.call local b,c=unpack(KEYS)local f=ARGV[1]local D=ARGV[2]local i=tonumber(ARGV[3])local j=tonumber(ARGV[4])local w=a('HMGET',b,'owner','fence')if w[1]~=f or w[2]~=D then return{0,0}end local u=a('PTTL',b)if u<i then a('PEXPIRE',b,i)if a('PTTL',c)<j then a('PEXPIRE',c,j)end u=i end return{1,u}",
 };
 
 export const inspect: LuaScript = {
   name: "inspect",
   replyLength: 5,
-  text: "local a=redis.call local b,c,d=unpack(KEYS)local u=a('HMGET',b,'owner','fence','holds')local B=a('ZCARD',d)if not u[1]then local v=tonumber(a('HGET',c,'last'))or 0 return{0,v,0,0,B}end return{1,tonumber(u[2]),a('PTTL',b),tonumber(u[3]),B}",
+  text: "local a=redis.call local b,c,d=unpack(KEYS)local w=a('HMGET',b,'owner','fence','holds')local F=a('ZCARD',d)if not w[1]then local x=tonumber(a('HGET',c,'last'))or 0 return{0,x,0,0,F}end return{1,tonumber(w[2]),a('PTTL',b),tonumber(w[3]),F}",
 };
 
 export const leave: LuaScript = {
@@ -34,16 +40,16 @@ export const leave: LuaScript = {
 export const release: LuaScript = {
   name: "release",
   replyLength: 2,
-  text: "local a=redis.call local b,c,d,e,C=unpack(KEYS)local f=ARGV[1]local A=ARGV[2]local h='q:'..ARGV[3]local D=ARGV[4]local u=a('HMGET',b,'owner','fence','holds',h)if u[1]==f and u[2]==A then local z=tonumber(u[3])if u[4]then return{1,z}end if z>1 then a('HSET',C,h,1)a('PEXPIRE',C,D)a('HSET',b,h,1)return{1,a('HINCRBY',b,'holds',-1)}end a('HSET',C,'owner',f)a('PEXPIRE',C,D)a('DEL',b)if a('EXISTS',d)==1 then local l=a('TIME')local m=l[1]*1000000+l[2]local n=math.floor(m/1000)local p=a('ZRANGEBYSCORE',e,'-inf',n,'LIMIT',0,100)if #p>0 then a('ZREM',d,unpack(p))a('ZREM',e,unpack(p))end local x=a('ZRANGE',d,0,0)[1]or ''local g,E,i,j=string.match(x,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')local v=tonumber(a('HGET',c,'last'))or 0 local w=math.max(v+1,m)if g and w<=m+1000000 and tonumber(a('ZSCORE',e,x)or 0)>n then local y=string.format('%d',w)a('HSET',b,'owner',E,'fence',y,'holds',1,'q:'..x,1)a('PEXPIRE',b,i)a('HSET',c,'last',y)a('PEXPIRE',c,j)a('ZREM',d,x)a('ZREM',e,x)a('PUBLISH',redis.sha1hex(b)..'.'..g,y..':'..redis.sha1hex(y..':'..E))end end return{1,0}end local F=a('HMGET',C,'owner',h)if F[1]==f or F[2]then return{1,0}end return{0,0}",
+  text: "local a=redis.call local b,c,d,e,G=unpack(KEYS)local f=ARGV[1]local D=ARGV[2]local h='q:'..ARGV[3]local H=ARGV[4]local w=a('HMGET',b,'owner','fence','holds',h)if w[1]==f and w[2]==D then local B=tonumber(w[3])if w[4]then return{1,B}end if B>1 then a('HSET',G,h,1)a('PEXPIRE',G,H)a('HSET',b,h,1)return{1,a('HINCRBY',b,'holds',-1)}end a('HSET',G,'owner',f)a('PEXPIRE',G,H)a('DEL',b)if a('EXISTS',d)==1 then local n=a('TIME')local o=n[1]*1000000+n[2]local p=math.floor(o/1000)local r=a('ZRANGEBYSCORE',e,'-inf',p,'LIMIT',0,100)if #r>0 then a('ZREM',d,unpack(r))a('ZREM',e,unpack(r))end local z=a('ZRANGE',d,0,0)[1]or ''local g,I,i,j=string.match(z,'^(%x+)%.(%x+)%.(%d+)%.(%d+)$')local x=tonumber(a('HGET',c,'last'))or 0 local y=math.max(x+1,o)if g and y<=o+1000000 and tonumber(a('ZSCORE',e,z)or 0)>p then local A=string.format('%d',y)a('HSET',b,'owner',I,'fence',A,'holds',1,'q:'..z,1)a('PEXPIRE',b,i)a('HSET',c,'last',A)a('PEXPIRE',c,j)a('ZREM',d,z)a('ZREM',e,z)a('PUBLISH',redis.sha1hex(b)..'.'..g,A..':'..redis.sha1hex(A..':'..I))end end return{1,0}end local J=a('HMGET',G,'owner',h)if J[1]==f or J[2]then return{1,0}end return{0,0}",
 };
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local G,H=unpack(KEYS)local A=ARGV[1]local I=tonumber(ARGV[2])local D=ARGV[3]local J=ARGV[4]local u=a('HMGET',G,'fence','value')local K=tonumber(u[1])or 0 if A~=''or J then local L=tonumber(A)local l=a('TIME')local m=l[1]*1000000+l[2]if not string.match(A,'^[1-9][0-9]*$')or L>m+3600000000 then return redis.error_reply('ERR fencelock: malformed fence')end if a('GET',H)==A and J then return{1,L}end if not u[1]and I>0 then K=m-I*1000 end if L<K then return{0,K}end if J then a('SET',H,A,'PX',D)a('HSET',G,'fence',A,'value',J)else a('HSET',G,'fence',A)end if I>0 then a('PEXPIRE',G,I)else a('PERSIST',G)end K=L end if u[2]and not J then return{1,K,'v:'..u[2]}end return{1,K}",
+  text: "local a=redis.call local K,L=unpack(KEYS)local D=ARGV[1]local M=tonumber(ARGV[2])local H=ARGV[3]local N=ARGV[4]local w=a('HMGET',K,'fence','value')local O=tonumber(w[1])or 0 if D~=''or N then local P=tonumber(D)local n=a('TIME')local o=n[1]*1000000+n[2]if not string.match(D,'^[1-9][0-9]*$')or P>o+3600000000 then return redis.error_reply('ERR fencelock: malformed fence')end if a('GET',L)==D and N then return{1,P}end if not w[1]and M>0 then O=o-M*1000 end if P<O then return{0,O}end if N then a('SET',L,D,'PX',H)a('HSET',K,'fence',D,'value',N)else a('HSET',K,'fence',D)end if M>0 then a('PEXPIRE',K,M)else a('PERSIST',K)end O=P end if w[2]and not N then return{1,O,'v:'..w[2]}end return{1,O}",
 };
 
 export const storeTtl: LuaScript = {
   name: "store-ttl",
   replyLength: 1,
-  text: "local a=redis.call local F=KEYS[1]local I=ARGV[1]a('SET',F,I,'NX')return{tonumber(a('GET',F))}",
+  text: "local a=redis.call local J=KEYS[1]local M=ARGV[1]a('SET',J,M,'NX')return{tonumber(a('GET',J))}",
 };

@@ -1,28 +1,23 @@
 // How a waiter paces its attempts: the backoff between looks, and a sleep that can be woken early.
+import type { Busy } from "../core/backend.ts";
+
 /** Shortest pause between attempts: a waiter makes at most 20 requests a second. */
 export const MIN_RETRY_MS = 50;
 const MAX_RETRY_MS = 800;
 /** A queued waiter keeps its place this long after each attempt; every pause is shorter. */
 export const QUEUE_ALIVE_MS = 2_000;
 
-/** What a busy attempt learned: the holder's remaining TTL and the caller's place in line. */
-export interface Busy {
-  /** 0 with a position above 0: free, but promised to an earlier waiter; -1: held for this call, but its reply came too late to use. */
-  busyForMs: number;
-  /** 0 = next in line; -1 = not queued. */
-  position: number;
-}
-
 /**
  * How long to sleep before the next attempt: 50, 100, 200 ... 800 ms, jittered above 50 ms so
  * waiters do not retry in step; at most 50 ms per place ahead in line, so the first two (the
  * second is first after a handover) look every 50 ms and a free lock does not sit idle; at most
- * 50 ms past the holder's TTL; never past the wait budget.
+ * 50 ms past the holder's TTL; never past the wait budget. A waiter with no place in line (quorum
+ * mode) is jittered from the first pause: contenders whose votes split must not retry in step.
  */
 export function retryDelayMs(attempt: number, { busyForMs, position }: Busy, budgetMs: number, random = Math.random): number {
-  const cap = Math.min(MAX_RETRY_MS, MIN_RETRY_MS * Math.max(position, 1));
+  const cap = position < 0 ? MAX_RETRY_MS : Math.min(MAX_RETRY_MS, MIN_RETRY_MS * Math.max(position, 1));
   const grown = Math.min(cap, MIN_RETRY_MS * 2 ** Math.min(attempt, 4));
-  const floored = Math.max(MIN_RETRY_MS, grown * (0.5 + random() / 2));
+  const floored = position < 0 ? MIN_RETRY_MS + grown * random() : Math.max(MIN_RETRY_MS, grown * (0.5 + random() / 2));
   // Promised to someone earlier: the holder's TTL says nothing about our turn.
   const reserved = busyForMs === 0 && position > 0;
   // 50 ms after the TTL runs out, not as it does: a holder that heartbeats late keeps its TTL

@@ -1,7 +1,8 @@
 // The two ways to wait between attempts: polling with backoff, or push wake-ups over SUBSCRIBE.
 import { sha1Hex } from "../core/keys.ts";
 import type { RedisClient, WakeSubscriber } from "../core/client.ts";
-import { MIN_RETRY_MS, QUEUE_ALIVE_MS, retryDelayMs, sleep, type Busy } from "./backoff.ts";
+import type { Busy } from "../core/backend.ts";
+import { MIN_RETRY_MS, QUEUE_ALIVE_MS, retryDelayMs, sleep } from "./backoff.ts";
 
 /** How acquire() spends the time between two attempts on a busy lock. */
 export interface Waiter {

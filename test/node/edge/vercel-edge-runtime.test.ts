@@ -7,7 +7,7 @@ import { EdgeRuntime } from "edge-runtime";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lockKeys, sha1Hex } from "../../../src/core/keys.ts";
-import type { LockState } from "../../../src/lock/locks.ts";
+import type { LockState } from "../../../src/core/backend.ts";
 import { rest } from "../../support/rest.ts";
 import { until } from "../../support/until.ts";
 import { uniquePrefix } from "../../support/upstash.ts";

@@ -3,7 +3,7 @@
 // the call gives it back as it ends.
 import { describe, expect, it } from "vitest";
 import { createLocks, LockUnavailableError } from "../../../../src/index.ts";
-import { driftMs } from "../../../../src/lock/lease.ts";
+import { driftMs } from "../../../../src/core/backend.ts";
 import { scriptSha1 } from "../../../../src/redis/run-script.ts";
 import * as scripts from "../../../../src/redis/scripts.gen.ts";
 import { sleep } from "../../../../src/waiting/backoff.ts";

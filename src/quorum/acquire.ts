@@ -1,0 +1,147 @@
+// One quorum attempt: take the lock on a majority, give it one fence there, or give it all back.
+import { driftMs, type BusyAttempt, type Grant } from "../core/backend.ts";
+import { QuorumUnavailableError } from "../core/errors.ts";
+import { newToken } from "../core/keys.ts";
+import type { Run } from "../redis/node-runner.ts";
+import { RETRY_WINDOW_MS, unexpectedReply, type Integers } from "../redis/run-script.ts";
+import * as scripts from "../redis/scripts.gen.ts";
+import { count, failuresOf, gather, majorityOf, unavailable, vote, type Answer } from "./gather.ts";
+
+/** How far ahead of the client's clock the proposed fence is: more than a request's one-way trip. */
+const PROPOSED_AHEAD_US = 1_000_000;
+
+/** A node that took the lock for this attempt: acquire.lua's {1, fence, holds, ttlMs}. */
+interface NodeGrant {
+  readonly node: number;
+  readonly fence: number;
+  readonly holds: number;
+  readonly ttlMs: number;
+}
+
+const isGrant = (reply: Integers) => reply[0] === 1;
+
+/**
+ * attempt(name, owner, leaseMs): the lock on a majority with one fence, or what the nodes said.
+ * The fence is the highest any granting node minted, written back to a majority before the lease
+ * is returned: any later majority includes one of those nodes, which mints above it.
+ */
+export function quorumAttempt(nodes: readonly Run[]) {
+  const majority = majorityOf(nodes.length);
+
+  return async function attempt(name: string, owner: string, leaseMs: number): Promise<Grant | BusyAttempt> {
+    // Its own ticket: a late give-back of this attempt must not undo the next one's hold.
+    const ticket = newToken();
+    const fenceTtlMs = leaseMs + RETRY_WINDOW_MS;
+    const sentAt = performance.now();
+    const args = [owner, ticket, leaseMs, fenceTtlMs, 0, proposedFence()];
+    const calls = nodes.map((run) => acquireOn(run, name, args, owner));
+    const answers = await gather(calls, vote(isGrant));
+    const grants = grantsIn(answers);
+    if (grants.length < majority) {
+      giveBack(nodes, name, ticket);
+      // Busy only when a majority answered: otherwise the lock may well be free.
+      if (count(answers) < majority) throw unavailable(`Lock "${name}"`, answers, grants.length);
+      return busyHint(answers, majority);
+    }
+    const fence = chooseFence(grants, majority);
+    const carrying = await writeBack(name, ticket, owner, fence, fenceTtlMs, grants);
+    adoptLateGrants(calls, answers, (g) => adopt(name, ticket, owner, fence, fenceTtlMs, g));
+    // The lease holds while a majority of its nodes do; their TTLs ran from sentAt at the latest.
+    const ttlMs = carrying.map((g) => g.ttlMs).sort((a, b) => b - a)[majority - 1];
+    const validUntil = ttlMs === undefined ? 0 : sentAt + ttlMs - driftMs(ttlMs);
+    if (validUntil - performance.now() >= leaseMs / 10) return { fence, validUntil };
+    giveBack(nodes, name, ticket);
+    return { busyForMs: -1, clockBehindMs: 0, position: -1, newestFence: fence };
+  };
+
+  /**
+   * Gives the granting nodes that minted another fence the chosen one, and resolves with the nodes
+   * that carry it once they are a majority (or with fewer, once every node has answered).
+   */
+  async function writeBack(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, grants: NodeGrant[]) {
+    const carrying = grants.filter((g) => g.fence === fence);
+    const others = grants.filter((g) => g.fence !== fence);
+    if (!others.length) return carrying;
+    // Sent to all of them even when enough carry it: a node with another fence fails every heartbeat.
+    const calls = others.map((g) => adopt(name, ticket, owner, fence, fenceTtlMs, g));
+    const answers = await gather(calls, (so) => carrying.length + count(so, isGrant) >= majority);
+    const adopted = others.filter((_, i) => {
+      const answer = answers[i];
+      return answer && "reply" in answer && isGrant(answer.reply);
+    });
+    // Too few, and failures among them: the outcome of the write-back is unknown. Without failures
+    // the holds lapsed meanwhile, and the caller finds the attempt too late.
+    if (carrying.length + adopted.length < majority && answers.some((a) => a && "error" in a)) {
+      giveBack(nodes, name, ticket);
+      const carried = carrying.length + adopted.length;
+      const heard = carrying.length + count(answers);
+      throw new QuorumUnavailableError(`Lock "${name}" (writing its fence back)`, nodes.length, heard, carried, failuresOf(answers, others.map((g) => g.node)));
+    }
+    return [...carrying, ...adopted];
+  }
+
+  /** Gives the node that granted `g` the lease's fence: adopt.lua's {1, ttlMs}, or {0, 0}. */
+  function adopt(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, g: NodeGrant) {
+    return nodes[g.node]!(scripts.adopt, name, [owner, ticket, g.fence, fence, fenceTtlMs], owner);
+  }
+}
+
+/** A node that grants after the vote was settled carries the lease's fence too. */
+function adoptLateGrants(calls: readonly Promise<Integers>[], answers: readonly Answer<Integers>[], adopt: (g: NodeGrant) => Promise<unknown>) {
+  calls.forEach((call, node) => {
+    if (answers[node]) return;
+    call.then((reply) => {
+      const [granted, fence, holds, ttlMs] = reply;
+      if (granted === 1) return adopt({ node, fence, holds, ttlMs });
+    }).catch(() => undefined);
+  });
+}
+
+async function acquireOn(run: Run, name: string, args: (string | number)[], owner: string): Promise<Integers> {
+  const reply = await run(scripts.acquire, name, args, owner);
+  // Only data under the prefix that is not fencelock's could hold such a fence.
+  if (isGrant(reply) && reply[1] <= 0) throw unexpectedReply(scripts.acquire);
+  return reply;
+}
+
+/**
+ * The fence proposed to every node: one that knows no higher mints exactly this, so that in the
+ * usual case a majority agrees at once and no write-back is needed.
+ */
+function proposedFence(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000) + PROPOSED_AHEAD_US;
+}
+
+function grantsIn(answers: readonly Answer<Integers>[]): NodeGrant[] {
+  return answers.flatMap((a, node) => {
+    if (!a || !("reply" in a) || !isGrant(a.reply)) return [];
+    const [, fence, holds, ttlMs] = a.reply;
+    return [{ node, fence, holds, ttlMs }];
+  });
+}
+
+/**
+ * The lease's fence. A reentrant call joined on a majority keeps its lease's fence, which a majority
+ * carries (the highest they report); otherwise the highest fence any granting node minted.
+ */
+function chooseFence(grants: readonly NodeGrant[], majority: number): number {
+  const joined = grants.filter((g) => g.holds > 1);
+  return Math.max(...(joined.length >= majority ? joined : grants).map((g) => g.fence));
+}
+
+/** Gives back whatever this attempt took, on every node (a slow one may have granted unseen). */
+function giveBack(nodes: readonly Run[], name: string, ticket: string): void {
+  for (const run of nodes) run(scripts.leave, name, [ticket], "").catch(() => undefined);
+}
+
+/**
+ * What a lost vote tells the next attempt: how long until a majority could be free (this attempt's
+ * own grants, given back, count as free). Never in line: quorum mode keeps no queue.
+ */
+function busyHint(answers: readonly Answer<Integers>[], majority: number): BusyAttempt {
+  const freeInMs = answers
+    .map((a) => (!a || "error" in a ? Infinity : isGrant(a.reply) ? 0 : Math.max(0, a.reply[1])))
+    .sort((a, b) => a - b);
+  const newestFence = Math.max(0, ...answers.map((a) => (a && "reply" in a ? (isGrant(a.reply) ? a.reply[1] : a.reply[3]) : 0)));
+  return { busyForMs: freeInMs[majority - 1] ?? 0, clockBehindMs: 0, position: -1, newestFence };
+}

@@ -1,0 +1,22 @@
+// Quorum mode: a lock set over independent Redis nodes (the Redis distlock algorithm, with fences).
+import type { LockBackend } from "../core/backend.ts";
+import { nodeRunner, type NodeConfig } from "../redis/node-runner.ts";
+import { quorumAttempt } from "./acquire.ts";
+import { quorumInspect } from "./inspect.ts";
+import { quorumLease } from "./lease.ts";
+
+/**
+ * A lock set's Redis side on a majority of independent nodes. There is no line to wait in: per-node
+ * queues with different heads would split the vote, so waiters back off with jitter.
+ */
+export function quorum(configs: readonly NodeConfig[]): LockBackend {
+  const nodes = configs.map(nodeRunner);
+  const attempt = quorumAttempt(nodes);
+  return {
+    attempt: (name, owner, _ticket, leaseMs) => attempt(name, owner, leaseMs),
+    // Each attempt gives back what it took; there is no line to leave.
+    leave: async () => undefined,
+    ...quorumLease(nodes),
+    inspect: quorumInspect(nodes),
+  };
+}

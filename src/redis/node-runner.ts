@@ -1,0 +1,32 @@
+// Lock scripts on one Redis: the keys of a lock name, typed integer replies, owners kept out of errors.
+import type { LockState } from "../core/backend.ts";
+import type { RedisClient } from "../core/client.ts";
+import { lockKeys } from "../core/keys.ts";
+import { integers, runScript, type Integers } from "./run-script.ts";
+import type { LuaScript } from "./scripts.gen.ts";
+
+export interface NodeConfig {
+  readonly redis: RedisClient;
+  readonly prefix: string;
+  readonly timeoutMs: number;
+}
+
+/**
+ * Runs a lock script on the keys of lock `name` (and of the lease with `fence`, when given),
+ * keeping `owner` out of any error message.
+ */
+export type Run = (script: LuaScript, name: string, args: (string | number)[], owner: string, fence?: number) => Promise<Integers>;
+
+/** Runs lock scripts on one Redis. */
+export function nodeRunner({ redis, prefix, timeoutMs }: NodeConfig): Run {
+  return async (script, name, args, owner, fence) =>
+    integers(
+      await runScript(redis, script, Object.values(lockKeys(prefix, name, fence)), args, { timeoutMs, secrets: [owner] }),
+      script,
+    );
+}
+
+/** One node's answer to inspect.lua, as a LockState. */
+export function stateOf([held, fence, ttl, holds, waiters]: Integers): LockState {
+  return { held: held === 1, fence: fence > 0 ? fence : null, remainingMs: Math.max(0, ttl), holds, waiters };
+}
