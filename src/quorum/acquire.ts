@@ -45,7 +45,7 @@ export function quorumAttempt(nodes: readonly Run[]) {
     }
     const fence = chooseFence(grants, majority);
     const carrying = await writeBack(name, ticket, owner, fence, fenceTtlMs, grants);
-    adoptLateGrants(calls, answers, (g) => adopt(name, ticket, owner, fence, fenceTtlMs, g));
+    spreadFence(calls, answers, (node, minted) => adopt(name, ticket, owner, fence, fenceTtlMs, node, minted));
     // The lease holds while a majority of its nodes do; their TTLs ran from sentAt at the latest.
     const ttlMs = carrying.map((g) => g.ttlMs).sort((a, b) => b - a)[majority - 1];
     const validUntil = ttlMs === undefined ? 0 : sentAt + ttlMs - driftMs(ttlMs);
@@ -63,7 +63,7 @@ export function quorumAttempt(nodes: readonly Run[]) {
     const others = grants.filter((g) => g.fence !== fence);
     if (!others.length) return carrying;
     // Sent to all of them even when enough carry it: a node with another fence fails every heartbeat.
-    const calls = others.map((g) => adopt(name, ticket, owner, fence, fenceTtlMs, g));
+    const calls = others.map((g) => adopt(name, ticket, owner, fence, fenceTtlMs, g.node, g.fence));
     const answers = await gather(calls, (so) => carrying.length + count(so, isGrant) >= majority);
     const adopted = others.filter((_, i) => {
       const answer = answers[i];
@@ -80,20 +80,25 @@ export function quorumAttempt(nodes: readonly Run[]) {
     return [...carrying, ...adopted];
   }
 
-  /** Gives the node that granted `g` the lease's fence: adopt.lua's {1, ttlMs}, or {0, 0}. */
-  function adopt(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, g: NodeGrant) {
-    return nodes[g.node]!(scripts.adopt, name, [owner, ticket, g.fence, fence, fenceTtlMs], owner);
+  /**
+   * Raises `node`'s last fence to the lease's; where the node granted this attempt `minted`, its
+   * hold takes the lease's fence too. adopt.lua's {1, ttlMs}, or {0, 0} where it holds no such hold.
+   */
+  function adopt(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, node: number, minted: number) {
+    return nodes[node]!(scripts.adopt, name, [owner, ticket, minted, fence, fenceTtlMs], owner);
   }
 }
 
-/** A node that grants after the vote was settled carries the lease's fence too. */
-function adoptLateGrants(calls: readonly Promise<Integers>[], answers: readonly Answer<Integers>[], adopt: (g: NodeGrant) => Promise<unknown>) {
+/**
+ * Carries the lease's fence to the nodes the write-back skipped: those that were busy, and those
+ * that answered after the vote (a late grant takes the fence for its hold too). Not awaited: the
+ * majority already carries it, and each more node may lose its data without a fence going back.
+ */
+function spreadFence(calls: readonly Promise<Integers>[], answers: readonly Answer<Integers>[], adopt: (node: number, minted: number) => Promise<unknown>) {
   calls.forEach((call, node) => {
-    if (answers[node]) return;
-    call.then((reply) => {
-      const [granted, fence, holds, ttlMs] = reply;
-      if (granted === 1) return adopt({ node, fence, holds, ttlMs });
-    }).catch(() => undefined);
+    const answer = answers[node];
+    if (answer && !("reply" in answer && !isGrant(answer.reply))) return;
+    call.then(([granted, fence]) => adopt(node, granted === 1 ? fence : 0)).catch(() => undefined);
   });
 }
 

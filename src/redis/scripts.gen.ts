@@ -16,7 +16,7 @@ export const acquire: LuaScript = {
 export const adopt: LuaScript = {
   name: "adopt",
   replyLength: 2,
-  text: "local a=redis.call local b,c=unpack(KEYS)local f,g,y,C=ARGV[1],ARGV[2],ARGV[3],ARGV[4]local j=tonumber(ARGV[5])local w=a('HMGET',b,'owner','fence','q:'..g)if w[1]~=f or not w[3]or(w[2]~=y and w[2]~=C)then return{0,0}end a('HSET',b,'fence',C)local D=tonumber(C)local x=tonumber(a('HGET',c,'last'))or 0 if x<D then a('HSET',c,'last',C)x=D end local n=a('TIME')local E=j+math.max(0,math.ceil((x-(n[1]*1000000+n[2]))/1000))if a('PTTL',c)<E then a('PEXPIRE',c,E)end return{1,a('PTTL',b)}",
+  text: "local a=redis.call local b,c=unpack(KEYS)local f,g,y,C=ARGV[1],ARGV[2],ARGV[3],ARGV[4]local j=tonumber(ARGV[5])local D=tonumber(C)local x=tonumber(a('HGET',c,'last'))or 0 if x<D then a('HSET',c,'last',C)x=D end local n=a('TIME')local E=j+math.max(0,math.ceil((x-(n[1]*1000000+n[2]))/1000))if a('PTTL',c)<E then a('PEXPIRE',c,E)end local w=a('HMGET',b,'owner','fence','q:'..g)if w[1]~=f or not w[3]or(w[2]~=y and w[2]~=C)then return{0,0}end a('HSET',b,'fence',C)return{1,a('PTTL',b)}",
 };
 
 export const heartbeat: LuaScript = {
