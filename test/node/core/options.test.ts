@@ -45,6 +45,26 @@ describe("createLocks options", () => {
     expect(error.message).toMatch(message);
   });
 
+  it.each([
+    [[], /quorum mode needs at least 3 independent Redis clients; for one Redis, pass its client alone/],
+    [[recordingRedis(), recordingRedis()], /at least 3/],
+    [[recordingRedis(), recordingRedis(), {}], /or an array of 3 or more for quorum mode/],
+  ])("rejects a quorum of %o before any request", (redis, message) => {
+    expect(configError(() => createLocks({ redis } as never)).message).toMatch(message);
+  });
+
+  it("rejects a quorum that names one Redis twice: it would count one node's vote twice", () => {
+    const a = recordingRedis();
+    expect(configError(() => createLocks({ redis: [a, recordingRedis(), a] })).message).toMatch(/given twice/);
+  });
+
+  it("refuses push wake-ups in quorum mode, where waiters back off instead, before any request", async () => {
+    const nodes = [recordingRedis(), recordingRedis(), recordingRedis()];
+    const locks = createLocks({ redis: nodes });
+    await expect(locks.acquire("job", { wake: "push" })).rejects.toThrow(/quorum waits with jittered backoff, so leave wake out/);
+    expect(nodes.map((n) => n.calls)).toEqual([0, 0, 0]);
+  });
+
   it("rejects a non-object", () => {
     expect(configError(() => createLocks("redis://x" as never)).message).toMatch(/expected an options object/);
   });
