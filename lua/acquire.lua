@@ -17,9 +17,9 @@ local leaseMs = tonumber(ARGV[3])
 local fenceTtlMs = tonumber(ARGV[4])
 -- How long the ticket stays queued without another attempt; 0: do not queue.
 local queueMs = tonumber(ARGV[5])
--- Quorum mode only: the fence the client proposes to every node, so that nodes that know no higher
--- one mint the same. It also lifts τ, the most a fence may run ahead of this clock: there the
--- majority keeps fences in order, and a fast node must not hold the others back (docs/guarantees.md).
+-- Quorum mode only: the fence the client proposes to every node (its clock), so that nodes that know
+-- no higher one mint the same. It also lifts τ, the most a fence may run ahead of this clock: there
+-- the majority keeps fences in order, and a slow clock must not hold the others back (docs/guarantees.md).
 local proposed = tonumber(ARGV[6])
 local maxAheadUs = proposed and math.huge or 1000000
 local t = redis.call('TIME')
@@ -59,8 +59,9 @@ local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
 if not cur[1] then
   local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
   -- The floor of server time keeps fences rising when the fence key was lost
-  -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond.
-  local minted = math.max(last + 1, nowUs, proposed or 0)
+  -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond. In quorum
+  -- mode the client's proposed fence stands in for it: no node's clock enters a fence there.
+  local minted = math.max(last + 1, proposed or nowUs)
   -- At most τ ahead of this clock, so a failover that loses this fence over τ (plus clock lag)
   -- later still mints above it. Until then: busy, for -ms, for everyone in line alike.
   if minted > nowUs + maxAheadUs then

@@ -7,9 +7,6 @@ import { RETRY_WINDOW_MS, unexpectedReply, type Integers } from "../redis/run-sc
 import * as scripts from "../redis/scripts.gen.ts";
 import { count, failuresOf, gather, majorityOf, unavailable, vote, type Answer } from "./gather.ts";
 
-/** How far ahead of the client's clock the proposed fence is: more than a request's one-way trip. */
-const PROPOSED_AHEAD_US = 1_000_000;
-
 /** A node that took the lock for this attempt: acquire.lua's {1, fence, holds, ttlMs}. */
 interface NodeGrant {
   readonly node: number;
@@ -110,11 +107,12 @@ async function acquireOn(run: Run, name: string, args: (string | number)[], owne
 }
 
 /**
- * The fence proposed to every node: one that knows no higher mints exactly this, so that in the
- * usual case a majority agrees at once and no write-back is needed.
+ * The fence proposed to every node, from this client's clock in µs: a node that knows no higher
+ * mints exactly this, so that in the usual case a majority agrees at once and needs no write-back.
+ * Date.now() too: a runtime may count performance.now() from 0.
  */
 function proposedFence(): number {
-  return Math.floor((performance.timeOrigin + performance.now()) * 1000) + PROPOSED_AHEAD_US;
+  return Math.floor(Math.max(Date.now(), performance.timeOrigin + performance.now()) * 1000);
 }
 
 function grantsIn(answers: readonly Answer<Integers>[]): NodeGrant[] {
