@@ -11,9 +11,22 @@ export const ms = (min: number, max: number) =>
     z.maximum(max, `must be at most ${max} ms`),
   );
 
-const redisClient = z.custom<RedisClient>(
-  (v) => typeof (v as RedisClient | undefined)?.evalsha === "function" && typeof (v as RedisClient | undefined)?.eval === "function",
-  "expected a Redis client such as new Redis({ url, token }) from @upstash/redis",
+const CLIENT_EXAMPLE = "a Redis client such as new Redis({ url, token }) from @upstash/redis";
+const isClient = (v: unknown): v is RedisClient =>
+  typeof (v as RedisClient | undefined)?.evalsha === "function" && typeof (v as RedisClient | undefined)?.eval === "function";
+
+const redisClient = z.custom<RedisClient>(isClient, `expected ${CLIENT_EXAMPLE}`);
+
+/**
+ * One Redis client, or independent ones for quorum mode (three or more; odd is best). Checked by
+ * hand rather than with z.union and z.array, which would add about 1 KiB to a bundle without zod.
+ */
+const redisClients = z.custom<RedisClient | RedisClient[]>(
+  (v) => isClient(v) || (Array.isArray(v) && v.every(isClient)),
+  `expected ${CLIENT_EXAMPLE}, or an array of 3 or more for quorum mode`,
+).check(
+  z.refine((v) => !Array.isArray(v) || v.length >= 3, "quorum mode needs at least 3 independent Redis clients; for one Redis, pass its client alone"),
+  z.refine((v) => !Array.isArray(v) || new Set(v).size === v.length, "a quorum client was given twice: each must be a separate Redis"),
 );
 
 const prefix = z.string("expected a string").check(
@@ -28,19 +41,10 @@ const common = {
   timeoutMs: z._default(ms(50, 60_000), 3_000),
 };
 
-/** Quorum mode: independent Redis clients, each a separate database (three or more; odd is best). */
-const quorumClients = z.array(redisClient).check(
-  z.minLength(3, "quorum mode needs at least 3 independent Redis clients; for one Redis, pass its client alone"),
-  z.refine((clients) => new Set(clients).size === clients.length, "a quorum client was given twice: each must be a separate Redis"),
-);
-
 export const locksOptionsSchema = z.strictObject({
   ...common,
   /** One Redis client, or an array of independent ones for quorum mode. */
-  redis: z.union(
-    [redisClient, quorumClients],
-    "expected a Redis client such as new Redis({ url, token }) from @upstash/redis, or an array of 3 or more for quorum mode",
-  ),
+  redis: redisClients,
   /** Lease length (default 10 s). Short leases bound how long a crashed holder blocks others. */
   leaseMs: z._default(ms(100, 3_600_000), 10_000),
   /** How long acquire() waits for a busy lock (default 5 s). */
