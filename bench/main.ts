@@ -1,6 +1,9 @@
 // npm run bench: fencelock side by side with @upstash/lock, a raw SET NX floor, redlock and
-// redis-semaphore, against one local Redis and the local Upstash-compatible server.
+// redis-semaphore, against one local Redis and the local Upstash-compatible server; then quorum
+// mode over 3 and 5 nodes (section 5).
 // BENCH_QUICK=1 shortens every cell (for checking the harness, not for numbers).
+// `npm run bench -- --only quorum` (or BENCH_ONLY=quorum) runs section 5 alone and writes only
+// bench/results/quorum.{md,json}, leaving latest.* as the last full run left them.
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { fencelockLibrary } from "./adapters/fencelock.ts";
@@ -17,8 +20,10 @@ import { now, progress } from "./harness/timing.ts";
 import { handoffChart } from "./report/chart.ts";
 import { environment } from "./report/env.ts";
 import { renderMarkdown } from "./report/markdown.ts";
+import { renderQuorumMarkdown } from "./report/quorum.ts";
 import type { BenchResults } from "./report/results.ts";
 import { runHandoff, type Unavailable } from "./scenarios/handoff.ts";
+import { runQuorum, type QuorumPlan, type QuorumResults } from "./scenarios/quorum.ts";
 import { runRequestFloor } from "./scenarios/request-floor.ts";
 import { runScaling } from "./scenarios/scaling.ts";
 import { runSize } from "./scenarios/size.ts";
@@ -32,6 +37,13 @@ const plans: BenchResults["plans"] = {
   scaling: { cellMs: quick ? 500 : 2_000, names: quick ? [1, 100, 1_000] : [1, 100, 10_000], namesClients: 16, contenders: [1, 8, 64], holdMs: 5 },
   requestFloor: { samples: quick ? 10 : 300, pauseMs: 5 },
 };
+const quorumPlan: QuorumPlan = {
+  nodeCounts: [3, 5],
+  sequential: { warmMs: quick ? 200 : 1_000, msEach: quick ? 300 : 1_000, rounds: quick ? 2 : 8, countedCycles: quick ? 20 : 200 },
+  concurrent: { clients: 16, warmMs: quick ? 200 : 500, durationMs: quick ? 400 : 4_000, rounds: quick ? 2 : 8 },
+  contention: { clients: 8, holdMs: 5, durationMs: quick ? 1_000 : 6_000, rounds: quick ? 1 : 2, rejoins: ["immediate", "after-handoff"] },
+};
+const only = onlySection();
 const HANDOFF_WARM_MS = 500;
 /**
  * An untimed pass of section 1 first: a process still warming up ran its later rounds up to 3×
@@ -83,6 +95,24 @@ async function write(name: string, text: string): Promise<void> {
   await rename(`${path}.tmp`, path);
 }
 
+/** `--only quorum`, `--only=quorum` or BENCH_ONLY=quorum: section 5 alone. */
+function onlySection(): "quorum" | undefined {
+  const args = process.argv.slice(2);
+  const at = args.indexOf("--only");
+  const value = at >= 0 ? args[at + 1] : args.find((a) => a.startsWith("--only="))?.slice("--only=".length) ?? process.env.BENCH_ONLY;
+  if (value === undefined || value === "") return undefined;
+  if (value !== "quorum") throw new Error(`--only: only "quorum" runs alone (got "${value}")`);
+  return value;
+}
+
+async function writeQuorum(quorum: QuorumResults, env: BenchResults["environment"]): Promise<string> {
+  const markdown = renderQuorumMarkdown(quorum, env);
+  await mkdir(resultsDir, { recursive: true });
+  await write("quorum.json", `${JSON.stringify({ environment: env, ...quorum }, null, 2)}\n`);
+  await write("quorum.md", markdown);
+  return markdown;
+}
+
 async function report(results: BenchResults): Promise<void> {
   const markdown = renderMarkdown(results);
   const subtitle = `${results.plans.handoff.clients} clients, one name, hold ${results.plans.handoff.holdMs} ms; ` +
@@ -91,21 +121,35 @@ async function report(results: BenchResults): Promise<void> {
   await write("latest.json", `${JSON.stringify(results, null, 2)}\n`);
   await write("latest.md", markdown);
   await write("handoff.svg", await handoffChart(results.handoff.toWaiter, results.handoff.immediate, subtitle));
+  if (results.quorum) await writeQuorum(results.quorum, results.environment);
   process.stdout.write(markdown);
 }
 
 async function main(): Promise<void> {
   const started = now();
   const restoreFetch = installFetchCounter();
-  const server = await startServerProcess();
-  const stats = new RedisStats(server.redisUrl);
   try {
-    const results = await measure(server, stats, started);
+    if (only === "quorum") {
+      const quorum = await runQuorum(quorumPlan);
+      process.stdout.write(await writeQuorum(quorum, environment(quorum.redis)));
+      progress(`done in ${quorum.seconds} s; wrote bench/results/quorum.{json,md} (latest.* untouched)`);
+      return;
+    }
+    const server = await startServerProcess();
+    const stats = new RedisStats(server.redisUrl);
+    let results: BenchResults;
+    try {
+      results = await measure(server, stats, started);
+    } finally {
+      await stats.close();
+      await server.close();
+    }
+    // Its own nodes, once the single server is gone.
+    results.quorum = await runQuorum(quorumPlan);
+    results.runSeconds = Math.round((now() - started) / 100) / 10;
     await report(results);
-    progress(`done in ${results.runSeconds} s; wrote bench/results/latest.{json,md} and handoff.svg`);
+    progress(`done in ${results.runSeconds} s; wrote bench/results/latest.{json,md}, quorum.{json,md} and handoff.svg`);
   } finally {
-    await stats.close();
-    await server.close();
     restoreFetch();
   }
 }

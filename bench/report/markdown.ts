@@ -3,6 +3,7 @@ import type { BenchResults } from "./results.ts";
 import {
   environmentSection, handoffSection, scalingSection, settingsSection, sizeSection, uncontendedSection,
 } from "./sections.ts";
+import { quorumSection } from "./quorum.ts";
 import { evaluateTargets } from "./targets.ts";
 
 /** The whole report: printed by `npm run bench` and written to bench/results/latest.md. */
@@ -29,6 +30,7 @@ export function renderMarkdown(results: BenchResults): string {
     "",
     sizeSection(results.size),
     "",
+    ...(results.quorum ? ["## 5. Quorum mode (issue 25): fencelock over N = 3 and 5 nodes, fencelock on one node, redlock over TCP", "", quorumSection(results.quorum), ""] : []),
     "## Settings of each library",
     "",
     settingsSection(results),

@@ -2,6 +2,7 @@ import type { PushAvailability } from "../adapters/push-probe.ts";
 import type { Transport } from "../adapters/types.ts";
 import type { Measured } from "../../scripts/size.ts";
 import type { HandoffPlan, HandoffRow } from "../scenarios/handoff.ts";
+import type { QuorumResults } from "../scenarios/quorum.ts";
 import type { RequestFloor, RequestFloorPlan } from "../scenarios/request-floor.ts";
 import type { ScalingCell, ScalingPlan } from "../scenarios/scaling.ts";
 import type { UncontendedPlan, UncontendedRow } from "../scenarios/uncontended.ts";
@@ -31,5 +32,7 @@ export interface BenchResults {
   requestFloor: RequestFloor;
   scaling: ScalingCell[];
   size: Measured[];
+  /** Section 5, quorum mode (issue 25): also in quorum.json. */
+  quorum?: QuorumResults;
   runSeconds: number;
 }

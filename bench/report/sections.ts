@@ -28,7 +28,7 @@ export function uncontendedSection(rows: UncontendedRow[]): string {
  * "155.3 (139–177)": the overall rate, then the 25th and 75th percentile of its rounds. The
  * quartiles, not min–max: on a shared machine one round in sixteen can stall on a neighbour.
  */
-export function withSpread(t: Throughput): string {
+export function withSpread(t: Pick<Throughput, "opsPerSec" | "roundOpsPerSec">): string {
   if (t.roundOpsPerSec.length < 2) return num(t.opsPerSec);
   const sorted = [...t.roundOpsPerSec].sort((a, b) => a - b);
   return `${num(t.opsPerSec)} (${num(quantile(sorted, 0.25), 0)}–${num(quantile(sorted, 0.75), 0)})`;

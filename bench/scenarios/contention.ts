@@ -68,7 +68,7 @@ export interface ContentionRun {
  * takes a signal; the others finish their wait, hold and release (recorded, but sections
  * acquired after the window are left out of the throughput).
  */
-export async function runContention(library: Library, plan: ContentionPlan, stats: RedisStats): Promise<ContentionRun> {
+export async function runContention(library: Library, plan: ContentionPlan, stats: Pick<RedisStats, "commands">): Promise<ContentionRun> {
   return withClients(library, plan.clients, async (clients) => {
     const before = await stats.commands();
     const streamsBefore = clients.reduce((sum, c) => sum + c.counter.streams, 0);
