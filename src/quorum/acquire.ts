@@ -42,7 +42,7 @@ export function quorumAttempt(nodes: readonly Run[]) {
     }
     const fence = chooseFence(grants, majority);
     const carrying = await writeBack(name, ticket, owner, fence, fenceTtlMs, grants);
-    spreadFence(calls, answers, (node, minted) => adopt(name, ticket, owner, fence, fenceTtlMs, node, minted));
+    spreadFence(calls, answers, fence, (node, minted) => adopt(name, ticket, owner, fence, fenceTtlMs, node, minted));
     // The lease holds while a majority of its nodes do; their TTLs ran from sentAt at the latest.
     const ttlMs = carrying.map((g) => g.ttlMs).sort((a, b) => b - a)[majority - 1];
     const validUntil = ttlMs === undefined ? 0 : sentAt + ttlMs - driftMs(ttlMs);
@@ -88,14 +88,18 @@ export function quorumAttempt(nodes: readonly Run[]) {
 
 /**
  * Carries the lease's fence to the nodes the write-back skipped: those that were busy, and those
- * that answered after the vote (a late grant takes the fence for its hold too). Not awaited: the
- * majority already carries it, and each more node may lose its data without a fence going back.
+ * that answered after the vote with another fence (a late grant takes the fence for its hold too).
+ * Not awaited: the majority already carries it, and each more node may lose its data without a
+ * fence going back.
  */
-function spreadFence(calls: readonly Promise<Integers>[], answers: readonly Answer<Integers>[], adopt: (node: number, minted: number) => Promise<unknown>) {
+function spreadFence(calls: readonly Promise<Integers>[], answers: readonly Answer<Integers>[], fence: number, adopt: (node: number, minted: number) => Promise<unknown>) {
   calls.forEach((call, node) => {
     const answer = answers[node];
     if (answer && !("reply" in answer && !isGrant(answer.reply))) return;
-    call.then(([granted, fence]) => adopt(node, granted === 1 ? fence : 0)).catch(() => undefined);
+    call.then(([granted, minted]) => {
+      if (granted !== 1) return adopt(node, 0);
+      if (minted !== fence) return adopt(node, minted);
+    }).catch(() => undefined);
   });
 }
 
