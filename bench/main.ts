@@ -44,6 +44,12 @@ const quorumPlan: QuorumPlan = {
   contention: { clients: 8, holdMs: 5, durationMs: quick ? 1_000 : 6_000, rounds: quick ? 1 : 2, rejoins: ["immediate", "after-handoff"] },
 };
 const only = onlySection();
+/**
+ * The commit the code under test was loaded from: read when the run starts, not when it ends, since
+ * others may commit in this tree while a run is under way (a quorum run once reported a commit that
+ * landed after it started, and measured the code before it).
+ */
+const loadedFrom = environment("unknown").commit;
 const HANDOFF_WARM_MS = 500;
 /**
  * An untimed pass of section 1 first: a process still warming up ran its later rounds up to 3×
@@ -84,7 +90,7 @@ async function measure(endpoint: Endpoint, stats: RedisStats, started: number): 
   const libraries = [pushLibrary, poll, upstash, rawFloorLibrary(endpoint), ...tcp]
     .map(({ id, label, transport, settings }) => ({ id, label, transport, settings }));
   return {
-    environment: environment(await stats.version()), plans, libraries, push, uncontended, handoff, requestFloor, scaling, size,
+    environment: { ...environment(await stats.version()), commit: loadedFrom }, plans, libraries, push, uncontended, handoff, requestFloor, scaling, size,
     runSeconds: Math.round((now() - started) / 100) / 10,
   };
 }
@@ -131,7 +137,7 @@ async function main(): Promise<void> {
   try {
     if (only === "quorum") {
       const quorum = await runQuorum(quorumPlan);
-      process.stdout.write(await writeQuorum(quorum, environment(quorum.redis)));
+      process.stdout.write(await writeQuorum(quorum, { ...environment(quorum.redis), commit: loadedFrom }));
       progress(`done in ${quorum.seconds} s; wrote bench/results/quorum.{json,md} (latest.* untouched)`);
       return;
     }
