@@ -1,0 +1,89 @@
+// Quorum mode through the ordinary Locks and Lease API: reentrancy, release outcomes, inspect, and
+// many contenders taking turns.
+import { describe, expect, it } from "vitest";
+import { LockConfigError, LockLostError } from "../../../src/index.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
+import { nodesPerTest } from "../../support/quorum/nodes.ts";
+import { uniquePrefix } from "../../support/upstash.ts";
+
+const nodes = nodesPerTest();
+
+describe.each([3, 5])("the lock set API on %i nodes", (count) => {
+  it("joins the same owner's lease with the same fence, and frees it after the last release", async () => {
+    const rig = await nodes(count);
+    const locks = rig.locks(uniquePrefix("reentrant"));
+    const outer = await locks.acquire("cart");
+    const inner = await locks.acquire("cart", { owner: outer.owner, waitMs: 0 });
+    expect(inner.fence).toBe(outer.fence);
+    expect(await locks.inspect("cart")).toMatchObject({ held: true, fence: outer.fence, holds: 2 });
+    expect(await locks.tryAcquire("cart")).toBeNull();
+    expect(await inner.release()).toBe("released");
+    expect(await locks.inspect("cart")).toMatchObject({ held: true, holds: 1 });
+    expect(await outer.release()).toBe("released");
+    expect(await locks.inspect("cart")).toMatchObject({ held: false, fence: outer.fence, holds: 0 });
+  });
+
+  it("releases as released, then expired for a lapsed lease, and a second release repeats the first", async () => {
+    const rig = await nodes(count);
+    const locks = rig.locks(uniquePrefix("outcomes"));
+    const lease = await locks.acquire("cart");
+    expect(await lease.release()).toBe("released");
+    expect(await lease.release()).toBe("released");
+    const short = await locks.acquire("cart", { leaseMs: 300 });
+    await sleep(600);
+    await expect(short.heartbeat()).rejects.toBeInstanceOf(LockLostError);
+    expect(await short.release()).toBe("expired");
+    // A resumed copy of a lapsed lease: the nodes, not the client, say it is gone.
+    await expect(locks.resume(short).heartbeat()).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it("inspects the quorum's view and each node's, never showing the owner", async () => {
+    const rig = await nodes(count);
+    const locks = rig.locks(uniquePrefix("inspect"));
+    expect(await locks.inspect("cart")).toMatchObject({ held: false, fence: null, holds: 0 });
+    const lease = await locks.acquire("cart");
+    const state = await locks.inspect("cart");
+    expect(state).toMatchObject({ held: true, fence: lease.fence, holds: 1, waiters: 0 });
+    expect(state.remainingMs).toBeGreaterThan(5_000);
+    expect(state.nodes).toHaveLength(count);
+    for (const node of state.nodes ?? []) expect(node).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
+    expect(JSON.stringify(state)).not.toContain(lease.owner);
+    await lease.release();
+    const free = await locks.inspect("cart");
+    expect(free).toMatchObject({ held: false, fence: lease.fence });
+    expect(free.nodes?.every((node) => node?.held === false)).toBe(true);
+  });
+
+  it('refuses wake: "push", which needs one Redis', async () => {
+    const rig = await nodes(count);
+    const locks = rig.locks(uniquePrefix("push"));
+    await expect(locks.acquire("cart", { wake: "push" })).rejects.toBeInstanceOf(LockConfigError);
+  });
+});
+
+describe("8 contenders on 3 nodes", () => {
+  // Each contender has its own clients, as separate processes would: their votes can split, and the
+  // jittered backoff must still let every one of them through in time.
+  it("all finish withLock within waitMs, one at a time, with fences rising in the order they got the lock", async () => {
+    const rig = await nodes(3);
+    const prefix = uniquePrefix("contenders");
+    const fences: number[] = [];
+    let inside = 0;
+    let overlaps = 0;
+    const contender = async () => {
+      const locks = rig.locks(prefix, { leaseMs: 5_000, waitMs: 30_000 }, rig.freshClients());
+      for (let round = 0; round < 2; round++) {
+        await locks.withLock("hot", async (lease) => {
+          if (inside++ > 0) overlaps++;
+          fences.push(lease.fence);
+          await sleep(20);
+          inside--;
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, contender));
+    expect(overlaps).toBe(0);
+    expect(fences).toHaveLength(16);
+    for (let i = 1; i < fences.length; i++) expect(fences[i]).toBeGreaterThan(fences[i - 1]!);
+  });
+});
