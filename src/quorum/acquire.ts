@@ -5,7 +5,8 @@ import { newToken } from "../core/keys.ts";
 import type { Run } from "../redis/node-runner.ts";
 import { RETRY_WINDOW_MS, unexpectedReply, type Integers } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
-import { count, failuresOf, gather, majorityOf, unavailable, vote, type Answer } from "./gather.ts";
+import type { LateGrants } from "./late-grants.ts";
+import { acquireVerdict, count, failuresOf, gather, majorityOf, settleWhen, tally, unavailable, type Answer } from "./gather.ts";
 
 /** A node that took the lock for this attempt: acquire.lua's {1, fence, holds, ttlMs}. */
 interface NodeGrant {
@@ -22,7 +23,7 @@ const isGrant = (reply: Integers) => reply[0] === 1;
  * The fence is the highest any granting node minted, written back to a majority before the lease
  * is returned: any later majority includes one of those nodes, which mints above it.
  */
-export function quorumAttempt(nodes: readonly Run[]) {
+export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
   const majority = majorityOf(nodes.length);
 
   return async function attempt(name: string, owner: string, leaseMs: number): Promise<Grant | BusyAttempt> {
@@ -32,22 +33,24 @@ export function quorumAttempt(nodes: readonly Run[]) {
     const sentAt = performance.now();
     const args = [owner, ticket, leaseMs, fenceTtlMs, 0, proposedFence()];
     const calls = nodes.map((run) => acquireOn(run, name, args, owner));
-    const answers = await gather(calls, vote(isGrant));
+    const answers = await gather(calls, settleWhen(isGrant, acquireVerdict, "unknown"));
     const grants = grantsIn(answers);
-    if (grants.length < majority) {
-      giveBack(nodes, name, ticket);
-      // Busy only when a majority answered: otherwise the lock may well be free.
-      if (count(answers) < majority) throw unavailable(`Lock "${name}"`, answers, grants.length);
+    const verdict = acquireVerdict(tally(answers, isGrant));
+    if (verdict !== "granted") {
+      giveBack(nodes, calls, name, ticket);
+      // Busy only when a majority replied: otherwise the lock may well be free.
+      if (verdict === "unknown") throw unavailable(`Lock "${name}"`, answers, grants.length);
       return busyHint(answers, majority);
     }
     const fence = chooseFence(grants, majority);
-    const carrying = await writeBack(name, ticket, owner, fence, fenceTtlMs, grants);
-    spreadFence(calls, answers, fence, (node, minted) => adopt(name, ticket, owner, fence, fenceTtlMs, node, minted));
+    const carrying = await writeBack(name, ticket, owner, fence, fenceTtlMs, grants, calls);
+    carryFence(name, ticket, owner, fence, fenceTtlMs, calls, answers);
     // The lease holds while a majority of its nodes do; their TTLs ran from sentAt at the latest.
     const ttlMs = carrying.map((g) => g.ttlMs).sort((a, b) => b - a)[majority - 1];
     const validUntil = ttlMs === undefined ? 0 : sentAt + ttlMs - driftMs(ttlMs);
     if (validUntil - performance.now() >= leaseMs / 10) return { fence, validUntil };
-    giveBack(nodes, name, ticket);
+    late.released(owner, fence);
+    giveBack(nodes, calls, name, ticket);
     return { busyForMs: -1, clockBehindMs: 0, position: -1, newestFence: fence };
   };
 
@@ -55,13 +58,13 @@ export function quorumAttempt(nodes: readonly Run[]) {
    * Gives the granting nodes that minted another fence the chosen one, and resolves with the nodes
    * that carry it once they are a majority (or with fewer, once every node has answered).
    */
-  async function writeBack(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, grants: NodeGrant[]) {
+  async function writeBack(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, grants: NodeGrant[], calls: Promise<Integers>[]) {
     const carrying = grants.filter((g) => g.fence === fence);
     const others = grants.filter((g) => g.fence !== fence);
     if (!others.length) return carrying;
     // Sent to all of them even when enough carry it: a node with another fence fails every heartbeat.
-    const calls = others.map((g) => adopt(name, ticket, owner, fence, fenceTtlMs, g.node, g.fence));
-    const answers = await gather(calls, (so) => carrying.length + count(so, isGrant) >= majority);
+    const adopts = others.map((g) => adopt(name, ticket, owner, fence, fenceTtlMs, g.node, g.fence));
+    const answers = await gather(adopts, (so) => carrying.length + count(so, isGrant) >= majority);
     const adopted = others.filter((_, i) => {
       const answer = answers[i];
       return answer && "reply" in answer && isGrant(answer.reply);
@@ -69,12 +72,31 @@ export function quorumAttempt(nodes: readonly Run[]) {
     // Too few, and failures among them: the outcome of the write-back is unknown. Without failures
     // the holds lapsed meanwhile, and the caller finds the attempt too late.
     if (carrying.length + adopted.length < majority && answers.some((a) => a && "error" in a)) {
-      giveBack(nodes, name, ticket);
+      giveBack(nodes, calls, name, ticket);
       const carried = carrying.length + adopted.length;
       const heard = carrying.length + count(answers);
       throw new QuorumUnavailableError(`Lock "${name}" (writing its fence back)`, nodes.length, heard, carried, failuresOf(answers, others.map((g) => g.node)));
     }
     return [...carrying, ...adopted];
+  }
+
+  /**
+   * Carries the lease's fence to the nodes the write-back skipped: those that were busy, and those
+   * that answered after the vote. A late grant joins the lease (with its fence), or is given back
+   * if the lease was released by then. Not awaited: the majority already carries the fence, and each
+   * more node may lose its data without a fence going back.
+   */
+  function carryFence(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, calls: Promise<Integers>[], answers: Answer<Integers>[]) {
+    calls.forEach((call, node) => {
+      const answer = answers[node];
+      if (answer && "reply" in answer && !isGrant(answer.reply)) adopt(name, ticket, owner, fence, fenceTtlMs, node, 0).catch(() => undefined);
+      if (answer) return;
+      late.track(owner, fence, call, ([granted, minted], released) => {
+        if (granted !== 1) return adopt(name, ticket, owner, fence, fenceTtlMs, node, 0);
+        if (released) return nodes[node]!(scripts.leave, name, [ticket], "");
+        return minted === fence ? Promise.resolve() : adopt(name, ticket, owner, fence, fenceTtlMs, node, minted);
+      });
+    });
   }
 
   /**
@@ -84,23 +106,6 @@ export function quorumAttempt(nodes: readonly Run[]) {
   function adopt(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, node: number, minted: number) {
     return nodes[node]!(scripts.adopt, name, [owner, ticket, minted, fence, fenceTtlMs], owner);
   }
-}
-
-/**
- * Carries the lease's fence to the nodes the write-back skipped: those that were busy, and those
- * that answered after the vote with another fence (a late grant takes the fence for its hold too).
- * Not awaited: the majority already carries it, and each more node may lose its data without a
- * fence going back.
- */
-function spreadFence(calls: readonly Promise<Integers>[], answers: readonly Answer<Integers>[], fence: number, adopt: (node: number, minted: number) => Promise<unknown>) {
-  calls.forEach((call, node) => {
-    const answer = answers[node];
-    if (answer && !("reply" in answer && !isGrant(answer.reply))) return;
-    call.then(([granted, minted]) => {
-      if (granted !== 1) return adopt(node, 0);
-      if (minted !== fence) return adopt(node, minted);
-    }).catch(() => undefined);
-  });
 }
 
 async function acquireOn(run: Run, name: string, args: (string | number)[], owner: string): Promise<Integers> {
@@ -136,9 +141,12 @@ function chooseFence(grants: readonly NodeGrant[], majority: number): number {
   return Math.max(...(joined.length >= majority ? joined : grants).map((g) => g.fence));
 }
 
-/** Gives back whatever this attempt took, on every node (a slow one may have granted unseen). */
-function giveBack(nodes: readonly Run[], name: string, ticket: string): void {
-  for (const run of nodes) run(scripts.leave, name, [ticket], "").catch(() => undefined);
+/**
+ * Gives back whatever this attempt took, on every node: at once where its acquire has settled, and
+ * where it is still out, once it settles (a leave sent first would find nothing to give back).
+ */
+function giveBack(nodes: readonly Run[], calls: readonly Promise<Integers>[], name: string, ticket: string): void {
+  calls.forEach((call, node) => call.catch(() => undefined).then(() => nodes[node]!(scripts.leave, name, [ticket], "")).catch(() => undefined));
 }
 
 /**

@@ -32,12 +32,43 @@ export function gather<T>(calls: readonly Promise<T>[], settled: (answers: reado
   });
 }
 
-/** Settles once the replies that pass `yes` are a majority, or the other answers (failures too) leave too few for one. */
-export function vote<T>(yes: (reply: T) => boolean) {
+/** How the nodes voted: replies that pass the test, other replies, and nodes with no reply (yet). */
+export interface Tally {
+  readonly ayes: number;
+  readonly noes: number;
+  readonly silent: number;
+}
+
+/** The verdict of an acquire: a majority granted, a majority replied (busy), or unknown. */
+export function acquireVerdict({ ayes, noes, silent }: Tally): "granted" | "busy" | "unknown" {
+  const majority = majorityOf(ayes + noes + silent);
+  return ayes >= majority ? "granted" : ayes + noes >= majority ? "busy" : "unknown";
+}
+
+/** The verdict of a heartbeat or release: a majority said yes, a majority can no longer say it, or unknown. */
+export function leaseVerdict({ ayes, noes, silent }: Tally): "yes" | "no" | "unknown" {
+  const nodes = ayes + noes + silent;
+  const majority = majorityOf(nodes);
+  return ayes >= majority ? "yes" : noes > nodes - majority ? "no" : "unknown";
+}
+
+export function tally<T>(answers: readonly Answer<T>[], yes: (reply: T) => boolean): Tally {
+  const ayes = count(answers, yes);
+  const noes = count(answers) - ayes;
+  return { ayes, noes, silent: answers.length - ayes - noes };
+}
+
+/**
+ * Settles as soon as `decide` gives the same verdict whatever the nodes still out answer, unless
+ * that verdict is `unknown`: then every node's answer is awaited (each bounded by timeoutMs), so
+ * that an error names only the nodes that failed.
+ */
+export function settleWhen<T, V>(yes: (reply: T) => boolean, decide: (tally: Tally) => V, unknown: V) {
   return (answers: readonly Answer<T>[]) => {
-    const majority = majorityOf(answers.length);
-    const ayes = count(answers, yes);
-    return ayes >= majority || answers.filter(Boolean).length - ayes > answers.length - majority;
+    const { ayes, noes, silent } = tally(answers, yes);
+    const out = answers.filter((a) => !a).length;
+    const verdict = decide({ ayes: ayes + out, noes, silent: silent - out });
+    return verdict !== unknown && verdict === decide({ ayes, noes: noes + out, silent: silent - out }) && verdict === decide({ ayes, noes, silent });
   };
 }
 
@@ -46,7 +77,7 @@ export function count<T>(answers: readonly Answer<T>[], test: (reply: T) => bool
   return answers.filter((a) => a && "reply" in a && test(a.reply)).length;
 }
 
-/** QuorumUnavailableError for `what`, from every node's answer: who answered, and why the others did not. */
+/** QuorumUnavailableError for `what`, from every node's answer: who replied, and why the others did not. */
 export function unavailable<T>(what: string, answers: readonly Answer<T>[], granted: number) {
   return new QuorumUnavailableError(what, answers.length, count(answers), granted, failuresOf(answers));
 }

@@ -4,39 +4,40 @@ import { newToken } from "../core/keys.ts";
 import type { Run } from "../redis/node-runner.ts";
 import { RETRY_WINDOW_MS, type Integers } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
-import { count, gather, majorityOf, unavailable, vote, type Answer } from "./gather.ts";
+import type { LateGrants } from "./late-grants.ts";
+import { count, gather, leaseVerdict, majorityOf, settleWhen, tally, unavailable, type Answer } from "./gather.ts";
 
 const isYes = (reply: Integers) => reply[0] === 1;
 
-/**
- * What the answers settle: "yes" when a majority said yes, "no" when enough said no that a majority
- * cannot, and otherwise (failures in the way) QuorumUnavailableError: the outcome is unknown.
- */
-function outcome(what: string, answers: readonly Answer<Integers>[]): "yes" | "no" {
-  const majority = majorityOf(answers.length);
-  const ayes = count(answers, isYes);
-  if (ayes >= majority) return "yes";
-  if (count(answers, (reply) => !isYes(reply)) > answers.length - majority) return "no";
-  throw unavailable(what, answers, ayes);
+/** Waits for a verdict; "unknown" (failures in the way) is QuorumUnavailableError. */
+async function verdictOf(what: string, calls: readonly Promise<Integers>[]): Promise<["yes" | "no", Answer<Integers>[]]> {
+  const answers = await gather(calls, settleWhen(isYes, leaseVerdict, "unknown"));
+  const verdict = leaseVerdict(tally(answers, isYes));
+  if (verdict === "unknown") throw unavailable(what, answers, count(answers, isYes));
+  return [verdict, answers];
 }
 
 /** Heartbeat and release of quorum leases. */
-export function quorumLease(nodes: readonly Run[]): Pick<LockBackend, "heartbeat" | "release"> {
+export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockBackend, "heartbeat" | "release"> {
   const majority = majorityOf(nodes.length);
   return {
     async heartbeat(lease, leaseMs) {
       const args = [lease.owner, lease.fence, leaseMs, leaseMs + RETRY_WINDOW_MS];
-      const answers = await gather(nodes.map((run) => run(scripts.heartbeat, lease.name, args, lease.owner)), vote(isYes));
-      if (outcome(`Heartbeat of "${lease.name}"`, answers) === "no") return null;
-      answers.forEach((a, node) => a && "reply" in a && !isYes(a.reply) && repair(nodes[node]!, lease, leaseMs));
+      const calls = nodes.map((run) => run(scripts.heartbeat, lease.name, args, lease.owner));
+      const [verdict, answers] = await verdictOf(`Heartbeat of "${lease.name}"`, calls);
+      if (verdict === "no") return null;
+      // Every node that says no, before the majority said yes or after, is repaired.
+      calls.forEach((call, node) => call.then((reply) => isYes(reply) || repair(nodes[node]!, lease, leaseMs), () => undefined));
       // Held while a majority holds it: the majority-th longest TTL.
       return answers.flatMap((a) => (a && "reply" in a && isYes(a.reply) ? [a.reply[1]] : [])).sort((a, b) => b - a)[majority - 1]!;
     },
     async release(lease, requestId) {
       const args = [lease.owner, lease.fence, requestId, RETRY_WINDOW_MS];
+      late.released(lease.owner, lease.fence);
       // The slower nodes release too, after the caller has its outcome.
-      const answers = await gather(nodes.map((run) => run(scripts.release, lease.name, args, lease.owner, lease.fence)), vote(isYes));
-      return outcome(`Release of "${lease.name}"`, answers) === "yes" ? "released" : "expired";
+      const calls = nodes.map((run) => run(scripts.release, lease.name, args, lease.owner, lease.fence));
+      const [verdict] = await verdictOf(`Release of "${lease.name}"`, calls);
+      return verdict === "yes" ? "released" : "expired";
     },
   };
 }
@@ -51,10 +52,12 @@ function repair(run: Run, lease: HeldLease, leaseMs: number): void {
   const fenceTtlMs = leaseMs + RETRY_WINDOW_MS;
   // Proposed: a node that knows no higher fence mints the lease's own.
   run(scripts.acquire, lease.name, [lease.owner, ticket, leaseMs, fenceTtlMs, 0, lease.fence], lease.owner)
-    .then(([granted, minted]) => {
-      if (granted === 1 && minted !== lease.fence) {
-        return run(scripts.adopt, lease.name, [lease.owner, ticket, minted, lease.fence, fenceTtlMs], lease.owner);
-      }
+    .then(async ([granted, minted, holds]) => {
+      if (granted !== 1) return;
+      if (minted !== lease.fence) await run(scripts.adopt, lease.name, [lease.owner, ticket, minted, lease.fence, fenceTtlMs], lease.owner);
+      // It joined a hold this node kept for the owner under another fence: that one now carries
+      // the lease's fence, and a second hold would outlive the release.
+      if (holds > 1) await run(scripts.leave, lease.name, [ticket], "");
     })
     .catch(() => undefined);
 }

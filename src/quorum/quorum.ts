@@ -3,6 +3,7 @@ import type { LockBackend } from "../core/backend.ts";
 import { nodeRunner, type NodeConfig } from "../redis/node-runner.ts";
 import { quorumAttempt } from "./acquire.ts";
 import { quorumInspect } from "./inspect.ts";
+import { LateGrants } from "./late-grants.ts";
 import { quorumLease } from "./lease.ts";
 
 /**
@@ -11,12 +12,13 @@ import { quorumLease } from "./lease.ts";
  */
 export function quorum(configs: readonly NodeConfig[]): LockBackend {
   const nodes = configs.map(nodeRunner);
-  const attempt = quorumAttempt(nodes);
+  const late = new LateGrants();
+  const attempt = quorumAttempt(nodes, late);
   return {
     attempt: (name, owner, _ticket, leaseMs) => attempt(name, owner, leaseMs),
     // Each attempt gives back what it took; there is no line to leave.
     leave: async () => undefined,
-    ...quorumLease(nodes),
+    ...quorumLease(nodes, late),
     inspect: quorumInspect(nodes),
   };
 }
