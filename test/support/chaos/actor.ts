@@ -1,4 +1,5 @@
 import { createFencedStore, createLocks, type FencedStore, type Lease, type Locks } from "../../../src/index.ts";
+import type { RedisClient } from "../../../src/core/client.ts";
 import { upstash } from "../upstash.ts";
 import type { CallChecks } from "./call-checks.ts";
 import { sampleMutualExclusion } from "./check-mutual-exclusion.ts";
@@ -12,6 +13,18 @@ export interface Run {
   dice: Dice;
   history: History;
   calls: CallChecks;
+  /**
+   * What each new lock set runs on (default: one chaos client of the shared server). Quorum chaos
+   * gives an array of clients, one per node.
+   */
+  lockRedis?: () => RedisClient | RedisClient[];
+  /** Quorum mode has no push wake-ups: every draw of "push" waits by polling instead (the dice roll the same). */
+  pollOnly?: boolean;
+}
+
+/** The wake-up a step drew, or "poll" where the run has no push. */
+export function wakeFor(run: Run, drawn: "push" | "poll"): "push" | "poll" {
+  return run.pollOnly ? "poll" : drawn;
 }
 
 /** One actor: an invocation with lock sets and a fenced store on @upstash/redis clients of its own. */
@@ -36,7 +49,7 @@ function chaosClient() {
 export function newLockSet(run: Run, waitMs?: number): Locks {
   const { prefix, timeoutMs } = run.plan;
   const leaseMs = run.dice.int(200, MAX_LEASE_MS);
-  return createLocks({ redis: chaosClient(), prefix, timeoutMs, leaseMs, ...(waitMs !== undefined && { waitMs }) });
+  return createLocks({ redis: run.lockRedis?.() ?? chaosClient(), prefix, timeoutMs, leaseMs, ...(waitMs !== undefined && { waitMs }) });
 }
 
 export function newActor(run: Run, id: number): Actor {

@@ -1,4 +1,4 @@
-import { createLocks } from "../../../src/index.ts";
+import { createLocks, type Locks } from "../../../src/index.ts";
 import { QUEUE_ALIVE_MS } from "../../../src/waiting/backoff.ts";
 import { until } from "../until.ts";
 import { upstash } from "../upstash.ts";
@@ -17,8 +17,12 @@ function settleMs({ timeoutMs, faults }: ChaosPlan): number {
  * Afterwards no hold leaks: within settleMs of the last call each lock is free with nobody in
  * line, and can then be taken at once (the run let the requests the network held back land first).
  */
-export async function livenessViolations(plan: ChaosPlan, lastCallAt: number): Promise<string[]> {
-  const observer = createLocks({ redis: upstash(), prefix: plan.prefix, timeoutMs: 5_000 });
+export async function livenessViolations(
+  plan: ChaosPlan,
+  lastCallAt: number,
+  // Quorum chaos passes a lock set over its nodes.
+  observer: Locks = createLocks({ redis: upstash(), prefix: plan.prefix, timeoutMs: 5_000 }),
+): Promise<string[]> {
   const withinMs = settleMs(plan);
   const violations: string[] = [];
   for (const name of plan.names) {

@@ -1,5 +1,5 @@
 import { LockLostError, LockTimeoutError, type Lease, type Locks } from "../../../src/index.ts";
-import { newLockSet, receive, type Actor } from "./actor.ts";
+import { newLockSet, receive, wakeFor, type Actor } from "./actor.ts";
 import { describeError } from "./call-checks.ts";
 import type { ReceivedLease } from "./history.ts";
 import { MAX_LEASE_MS } from "./plan.ts";
@@ -8,7 +8,7 @@ import { readModifyWrite } from "./store-steps.ts";
 /** acquire(), push or poll, its wait running out or not, now and then aborted at a random moment. */
 export async function acquire(actor: Actor, locks: Locks, name: string): Promise<void> {
   const { dice, calls, history } = actor.run;
-  const wake = dice.chance(0.5) ? "push" : "poll";
+  const wake = wakeFor(actor.run, dice.chance(0.5) ? "push" : "poll");
   const waitMs = dice.pick([0, dice.int(0, 300), dice.int(200, 1_500)]);
   const leaseMs = dice.chance(0.5) ? dice.int(150, MAX_LEASE_MS) : undefined;
   const controller = dice.chance(0.3) ? new AbortController() : undefined;
@@ -51,7 +51,7 @@ export async function join(actor: Actor, locks: Locks, held: ReceivedLease): Pro
   const { dice, calls, history } = actor.run;
   const validBefore = held.lease.remainingMs() > 0;
   const sentAt = performance.now();
-  const options = { owner: held.owner, waitMs: dice.pick([0, 200, 1_000]), wake: dice.chance(0.5) ? "push" : "poll", leaseMs: dice.int(150, MAX_LEASE_MS) } as const;
+  const options = { owner: held.owner, waitMs: dice.pick([0, 200, 1_000]), wake: wakeFor(actor.run, dice.chance(0.5) ? "push" : "poll"), leaseMs: dice.int(150, MAX_LEASE_MS) } as const;
   try {
     const lease = await calls.settle("join", calls.boundMs(1_000), () => locks.acquire(held.name, options));
     receive(actor, lease, `join(L${held.id})`, sentAt);
@@ -95,7 +95,7 @@ export async function withLock(actor: Actor, locks: Locks, name: string): Promis
   };
   try {
     await calls.settle("withLock", calls.boundMs(waitMs + 1_000), () =>
-      locks.withLock(name, work, { waitMs, wake: dice.chance(0.5) ? "push" : "poll" }));
+      locks.withLock(name, work, { waitMs, wake: wakeFor(actor.run, dice.chance(0.5) ? "push" : "poll") }));
   } catch (error) {
     history.record(`a${actor.id} withLock ${name}: ${describeError(error).slice(0, 60)}`);
     calls.expectError("withLock", error, LockTimeoutError);

@@ -1,0 +1,81 @@
+// Minimal scenarios for what the model and chaos runs found, step by step on three nodes v, w, z,
+// one node faulted at a time. Each returns what its test asserts on.
+import { createLocks, type Lease, type Locks } from "../../../src/index.ts";
+import { sleep } from "../../../src/waiting/backoff.ts";
+import { withClientClock } from "./chaos-client-clock.ts";
+import type { ModelNodes } from "./model-nodes.ts";
+
+const [V, W, Z] = [0, 1, 2];
+const LEASE_MS = 6_000;
+
+function lockSet(nodes: ModelNodes, prefix: string): Locks {
+  return createLocks({ redis: nodes.clients(), prefix, leaseMs: LEASE_MS, timeoutMs: 300 });
+}
+
+/**
+ * Lease `stale`'s hold outlives its others on z: z is paused while `stale` heartbeats, so z extends
+ * it only on SIGCONT, about 2.8 s after v and w did. Resolves once v and w have let it go (z has not).
+ */
+async function holdOutlivingOnZ(nodes: ModelNodes, locks: Locks): Promise<Lease> {
+  const startedAt = performance.now();
+  const stale = (await locks.tryAcquire("r"))!;
+  nodes.pause(Z);
+  await stale.heartbeat();
+  await sleep(2_800);
+  nodes.resume(Z);
+  await sleep(LEASE_MS + 300 - (performance.now() - startedAt));
+  return stale;
+}
+
+/**
+ * A fence goes back (clocks: a client 10 minutes ahead; data: one node restarts empty):
+ * 1. O's lease; its hold outlives the others on z (holdOutlivingOnZ): O's lease has lapsed.
+ * 2. X, its clock 10 minutes ahead, takes the lock on v and w (z: busy with O's hold); X's fence is
+ *    X's clock, written to v and w, and raised on z as z's last fence. X releases.
+ * 3. w restarts empty (v and z keep X's fence).
+ * 4. v pauses; O joins its lease (acquire with O's owner): z joins O's old hold and answers its old
+ *    fence, w mints O's clock, and the lease gets the higher of the two: below X's.
+ * Every node that answered X's acquire carried X's fence, and z kept it: inside the stated
+ * condition. Resolves with X's fence and the joined lease's.
+ */
+export async function fenceBackThroughStaleJoin(nodes: ModelNodes, prefix: string): Promise<{ x: number; joined: number }> {
+  const locks = lockSet(nodes, prefix);
+  const o = await holdOutlivingOnZ(nodes, locks);
+  const x = (await withClientClock(600_000, () => lockSet(nodes, prefix).tryAcquire("r")))!;
+  await x.release();
+  await nodes.restartEmpty(W);
+  nodes.pause(V);
+  try {
+    const joined = await locks.acquire("r", { owner: o.owner, waitMs: 0 });
+    return { x: x.fence, joined: joined.fence };
+  } finally {
+    nodes.resume(V);
+  }
+}
+
+/**
+ * A join of a valid lease changes its fence (no clock, no data lost):
+ * 1. C's hold outlives its others on z (holdOutlivingOnZ).
+ * 2. O takes the lock on v and w (z: busy with C's hold, which then lapses).
+ * 3. w pauses; O joins while its lease has 3 s to run: v joins (holds 2, O's fence), z grants anew
+ *    and mints a higher fence, and the join settles on those two: the higher one, written back
+ *    over O's fence on v (and on w once it answers).
+ * Resolves with both fences, and how O's own heartbeat and release then fare.
+ */
+export async function joinOfValidLeaseChangesFence(nodes: ModelNodes, prefix: string) {
+  const locks = lockSet(nodes, prefix);
+  await holdOutlivingOnZ(nodes, locks);
+  const o = (await locks.tryAcquire("r"))!;
+  // C's hold on z lapses about 2.8 s after O's acquire.
+  await sleep(3_000);
+  nodes.pause(W);
+  let joined: Lease;
+  try {
+    joined = await locks.acquire("r", { owner: o.owner, waitMs: 0 });
+  } finally {
+    nodes.resume(W);
+  }
+  const validMs = Math.round(o.remainingMs());
+  const heartbeat = await o.heartbeat().then(() => "ok", (error: Error) => error.name);
+  return { fence: o.fence, joined: joined.fence, validMs, heartbeat };
+}
