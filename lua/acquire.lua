@@ -1,6 +1,6 @@
 -- Acquire a lease, or join it reentrantly when the caller already owns it. Waiters queue
 -- in arrival order, so a free lock goes to the longest waiter, not to whoever asks first.
--- KEYS[1] lock hash {owner, fence, holds, q:<ticket>...}
+-- KEYS[1] lock hash {owner, fence, holds, carried (quorum mode, see adopt.lua), q:<ticket>...}
 -- KEYS[2] fence hash {last}: the last fence minted
 -- KEYS[3] queue zset (ticket -> arrival, µs), KEYS[4] alive zset (ticket -> expiry, ms)
 -- Reply (always four integers) {1, fence, holds, ttlMs} when held by the caller,
@@ -55,7 +55,14 @@ local function waitInLine(ttl, newest)
   return {0, ttl, redis.call('ZRANK', queue, ticket), newest}
 end
 
-local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
+local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds', 'carried')
+-- Quorum mode: the caller's own hold is stale once this node has heard of a later fence than the
+-- one the hold carries (another lease took a majority since): joining it would answer a fence from
+-- before that lease. It goes, and the caller is served afresh.
+if proposed and cur[1] == owner and (tonumber(redis.call('HGET', fenceKey, 'last')) or 0) > tonumber(cur[4] or cur[2]) then
+  redis.call('DEL', lock)
+  cur = {}
+end
 if not cur[1] then
   local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
   -- The floor of server time keeps fences rising when the fence key was lost

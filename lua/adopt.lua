@@ -1,6 +1,6 @@
 -- Quorum mode: make sure this node never mints the quorum's fence or a lower one again, and give
 -- this node's hold that fence when the call that took the hold here asks.
--- KEYS[1] lock hash, KEYS[2] fence hash
+-- KEYS[1] lock hash {..., carried}, KEYS[2] fence hash
 -- ARGV owner, ticket (of the attempt that took the hold), the fence this node gave that hold,
 --      the quorum's fence, fenceTtlMs
 -- Reply {1, ttlMs} when the hold carries the quorum's fence, {0, 0} when it is not this call's
@@ -28,5 +28,7 @@ local cur = redis.call('HMGET', lock, 'owner', 'fence', 'q:' .. ticket)
 if cur[1] ~= owner or not cur[3] or (cur[2] ~= minted and cur[2] ~= chosen) then
   return {0, 0}
 end
-redis.call('HSET', lock, 'fence', chosen)
+-- 'carried': the last fence this node had heard of when the hold took its fence, which may be below
+-- it (a reentrant call keeps its lease's fence): acquire.lua tells a stale hold by a later one.
+redis.call('HSET', lock, 'fence', chosen, 'carried', last)
 return {1, redis.call('PTTL', lock)}

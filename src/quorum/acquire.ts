@@ -33,9 +33,16 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
     const sentAt = performance.now();
     const args = [owner, ticket, leaseMs, fenceTtlMs, 0, proposedFence()];
     const calls = nodes.map((run) => acquireOn(run, name, args, owner));
-    const answers = await gather(calls, settleWhen(isGrant, acquireVerdict, "unknown"));
+    const settled = settleWhen(isGrant, acquireVerdict, "unknown");
+    const answers = await gather(calls, (so) => settled(so) && !joinUnsettled(grantsIn(so), so.filter((a) => !a).length, majority));
     const grants = grantsIn(answers);
     const verdict = acquireVerdict(tally(answers, isGrant));
+    // The caller's lease may still hold a majority among the nodes not heard from: taking the lock
+    // afresh would change its fence under it. Busy, until they answer or the lease lapses.
+    if (verdict === "granted" && joinUnsettled(grants, answers.filter((a) => !a || "error" in a).length, majority)) {
+      giveBack(nodes, calls, name, ticket);
+      return { busyForMs: 0, clockBehindMs: 0, position: -1, newestFence: 0 };
+    }
     if (verdict !== "granted") {
       giveBack(nodes, calls, name, ticket);
       // Busy only when a majority replied: otherwise the lock may well be free.
@@ -130,6 +137,12 @@ function grantsIn(answers: readonly Answer<Integers>[]): NodeGrant[] {
     const [, fence, holds, ttlMs] = a.reply;
     return [{ node, fence, holds, ttlMs }];
   });
+}
+
+/** Some nodes joined the caller's lease, too few to show it holds, and the silent ones could make up the rest. */
+function joinUnsettled(grants: readonly NodeGrant[], silent: number, majority: number): boolean {
+  const joined = grants.filter((g) => g.holds > 1).length;
+  return joined > 0 && joined < majority && joined + silent >= majority;
 }
 
 /**

@@ -54,13 +54,13 @@ export async function fenceBackThroughStaleJoin(nodes: ModelNodes, prefix: strin
 }
 
 /**
- * A join of a valid lease changes its fence (no clock, no data lost):
+ * A join of a valid lease while one of its nodes is paused (no clock, no data lost):
  * 1. C's hold outlives its others on z (holdOutlivingOnZ).
  * 2. O takes the lock on v and w (z: busy with C's hold, which then lapses).
- * 3. w pauses; O joins while its lease has 3 s to run: v joins (holds 2, O's fence), z grants anew
- *    and mints a higher fence, and the join settles on those two: the higher one, written back
- *    over O's fence on v (and on w once it answers).
- * Resolves with both fences, and how O's own heartbeat and release then fare.
+ * 3. w pauses; O joins while its lease has 3 s to run: v joins, z would grant anew. Taking the lock
+ *    afresh on v and z would change O's fence under it, so the join waits for w, which resumes
+ *    600 ms later, and then joins O's lease on v and w with its fence.
+ * Resolves with both fences, and how O's own heartbeat then fares.
  */
 export async function joinOfValidLeaseChangesFence(nodes: ModelNodes, prefix: string) {
   const locks = lockSet(nodes, prefix);
@@ -69,11 +69,12 @@ export async function joinOfValidLeaseChangesFence(nodes: ModelNodes, prefix: st
   // C's hold on z lapses about 2.8 s after O's acquire.
   await sleep(3_000);
   nodes.pause(W);
+  const resumed = sleep(600).then(() => nodes.resume(W));
   let joined: Lease;
   try {
-    joined = await locks.acquire("r", { owner: o.owner, waitMs: 0 });
+    joined = await locks.acquire("r", { owner: o.owner, waitMs: 2_500 });
   } finally {
-    nodes.resume(W);
+    await resumed;
   }
   const validMs = Math.round(o.remainingMs());
   const heartbeat = await o.heartbeat().then(() => "ok", (error: Error) => error.name);
