@@ -14,8 +14,9 @@ function settleMs({ timeoutMs, faults }: ChaosPlan): number {
 }
 
 /**
- * Afterwards no hold leaks: within settleMs of the last call each lock is free with nobody in
- * line, and can then be taken at once (the run let the requests the network held back land first).
+ * Afterwards no hold leaks: within settleMs of the last call each lock is free (on every node, in
+ * quorum mode) with nobody in line, and can then be taken at once (the run let the requests the
+ * network held back land first).
  */
 export async function livenessViolations(
   plan: ChaosPlan,
@@ -30,7 +31,8 @@ export async function livenessViolations(
       // At least one look, however long the checks before took.
       await until(async () => {
         const state = await observer.inspect(name);
-        return !state.held && state.holds === 0 && state.waiters === 0;
+        // In quorum mode every node's own view too: holds of two owners on two nodes leave no majority to take.
+        return !state.held && state.holds === 0 && state.waiters === 0 && (state.nodes ?? []).every((node) => !node?.held);
       }, Math.max(1, lastCallAt + withinMs - performance.now()));
       const fresh = await observer.tryAcquire(name, { leaseMs: 2_000 });
       if (!fresh) violations.push(`liveness: tryAcquire of free ${name} failed: ${JSON.stringify(await observer.inspect(name))}`);

@@ -36,8 +36,8 @@ export function strictFenceViolations(
         const line = (what: string) => `${what} on ${name}: L${x.id} (a${x.actor} f${x.fence}, called ${history.ms(x.callStart)}, ` +
           `received ${history.ms(x.start)}, ended ${history.ms(x.end)}) and L${y.id} (a${y.actor} f${y.fence}, called ${history.ms(y.callStart)}, received ${history.ms(y.start)})`;
         const sort = (what: string, [a, b]: readonly [ReceivedLease, ReceivedLease]) => {
-          if (premise(a, b)) check.violations.push(line(what));
-          else check.outside.push(`${line(what)}: ${explain(a, b)}`);
+          const explained = `${line(what)}${explain(a, b) ? `: ${explain(a, b)}` : ""}`;
+          (premise(a, b) ? check.violations : check.outside).push(explained);
         };
         if (x.id < y.id && x.fence === y.fence) sort("one fence for two owners", x.start <= y.start ? [x, y] : [y, x]);
         if (x.end > y.callStart) continue;

@@ -57,9 +57,14 @@ export function carriersKept(probe: CarrierProbe | undefined, y: ReceivedLease, 
   return kept.length >= majorityOf(nodes);
 }
 
+/** A restart under way when the node was read (the read may have reached the old server) counts too. */
+function restartBetween(node: number, from: number, to: number, events: readonly NodeEvent[]): NodeEvent | undefined {
+  return events.find((e) => e.node === node && e.kind === "restart" && (e.until ?? Infinity) >= from && e.at <= to);
+}
+
 function keptUntil(c: Carrier, until: number, events: readonly NodeEvent[]): boolean {
+  if (restartBetween(c.node, c.at, until, events)) return false;
   const mine = events.filter((e) => e.node === c.node && e.at >= c.at && e.at <= until);
-  if (mine.some((e) => e.kind === "restart")) return false;
   if (c.pttlMs === -1) return true;
   // The key expires once the node's clock reads past it; the clock may have run ahead meanwhile.
   const expiresAt = c.at + c.offsetMs + c.pttlMs;
@@ -72,7 +77,7 @@ export function describeCarriers(probe: CarrierProbe | undefined, y: ReceivedLea
   if (!probe) return "carriers never read";
   if (probe.doneAt > y.callStart) return `carriers read at ${ms(probe.doneAt)}, after the later call`;
   const carriers = probe.carriers.map((c) => {
-    const restart = events.find((e) => e.node === c.node && e.kind === "restart" && e.at >= c.at && e.at <= y.start);
+    const restart = restartBetween(c.node, c.at, y.start, events);
     const fate = restart ? `restarted at ${ms(restart.at)}` : keptUntil(c, y.start, events) ? "kept it" : "its fence key expired by its clock";
     return `n${c.node} (read at ${ms(c.at)}, ${fate})`;
   });

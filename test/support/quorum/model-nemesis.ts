@@ -13,6 +13,8 @@ export interface NodeEvent {
   /** A restart loses everything; a clock event sets the node's offset from then on. */
   kind: "restart" | "clock";
   offsetMs?: number;
+  /** When a restart was done: until then a read may still reach the old redis-server. */
+  until?: number;
 }
 
 const OFFSETS_MS = [2_000, 8_000, 90_000, 3_600_000];
@@ -44,9 +46,11 @@ export function startNodeNemesis(plan: ModelPlan, nodes: ModelNodes, dice: Dice,
       counts[kind]++;
       if (kind === "restart") {
         lost();
-        events.push({ node, at: performance.now(), kind: "restart" });
+        const restart: NodeEvent = { node, at: performance.now(), kind: "restart" };
+        events.push(restart);
         history.record(`NEMESIS n${node} restarting empty`);
         await nodes.restartEmpty(node);
+        restart.until = performance.now();
         history.record(`NEMESIS n${node} restarted`);
       } else if (kind === "pause") {
         const ms = dice.int(50, 2 * plan.timeoutMs + 300);
