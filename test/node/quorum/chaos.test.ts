@@ -16,7 +16,7 @@
  *
  * Found on 25d19fc (and b5842e4), in seeds 18, 28, 53 and 54 of 7-66: a reentrant join of a lease still valid got a
  * new fence (after which the lease's heartbeat was lost, or its release said "expired", while
- * valid). The minimal scenario is in model.test.ts (QUORUM_MODEL_FOUND=1).
+ * valid). The minimal scenario is in model.test.ts; a8e8b07 fixed it.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fenceOrderViolations } from "../../support/chaos/check-fence-order.ts";

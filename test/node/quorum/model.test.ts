@@ -22,14 +22,16 @@
  * QUORUM_MODEL_SEED=s QUORUM_MODEL_SEEDS=n runs seeds s .. s+n-1 instead of the defaults; a seed
  * fixes the plan, programs and faults, not the interleaving. QUORUM_MODEL_STEPS=40-60 gives each
  * client that many steps (default 14-24). QUORUM_MODEL_TRACE=0 prints only the violations of a
- * failing run. Clock faults are skipped (with a message) without a C compiler. QUORUM_MODEL_FOUND=1
- * runs the minimal scenarios of what the runs found (below).
+ * failing run. Clock faults are skipped (with a message) without a C compiler. The minimal
+ * scenarios of what the runs found (below) run unless seeds are given.
  *
  * Exploring on 25d19fc-aeace4c: seeds 1-160 (about 9 minutes) failed in 21, 32 and 138, a reentrant
  * join of a still valid lease getting a new fence; QUORUM_MODEL_SEED=1040 QUORUM_MODEL_SEEDS=60
  * QUORUM_MODEL_STEPS=40-70 (about 10 minutes) found that in 1050, 1093 and 1097, and a fence going
  * back in 1054 and 1074 (a join of an outlived hold, next to a node that forgot: a restart, or its
- * clock stepped 90 s ahead). Both are minimal scenarios below.
+ * clock stepped 90 s ahead). Both are minimal scenarios below; a8e8b07 fixed both. The same long
+ * run on 60ad485 failed only in seed 1060: a join on every node, one of which held the owner's lock
+ * under another fence (a late grant nobody adopted), took that fence (third scenario below).
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fenceOrderViolations } from "../../support/chaos/check-fence-order.ts";
@@ -43,13 +45,16 @@ import { installClientClocks } from "../../support/quorum/chaos-client-clock.ts"
 import { ModelNodes } from "../../support/quorum/model-nodes.ts";
 import { describeModelPlan } from "../../support/quorum/model-plan.ts";
 import { runModel, type ModelRun } from "../../support/quorum/model-run.ts";
-import { fenceBackThroughStaleJoin, joinOfValidLeaseChangesFence } from "../../support/quorum/model-scenarios.ts";
+import {
+  fenceBackThroughStaleJoin, joinOfValidLeaseChangesFence, joinWhereOneNodeHoldsAnotherFence,
+} from "../../support/quorum/model-scenarios.ts";
 import { uniquePrefix } from "../../support/upstash.ts";
 
 const { QUORUM_MODEL_SEED, QUORUM_MODEL_SEEDS, QUORUM_MODEL_STEPS, QUORUM_MODEL_TRACE, QUORUM_MODEL_FOUND } = process.env;
+const exploring = Boolean(QUORUM_MODEL_SEED || QUORUM_MODEL_SEEDS);
 // "40-60": longer programs, for exploring.
 const steps = QUORUM_MODEL_STEPS?.split("-").map(Number) as [number, number] | undefined;
-const seeds = QUORUM_MODEL_SEED || QUORUM_MODEL_SEEDS
+const seeds = exploring
   ? Array.from({ length: Number(QUORUM_MODEL_SEEDS ?? 1) }, (_, i) => Number(QUORUM_MODEL_SEED ?? 1) + i)
   : [3, 24];
 
@@ -117,10 +122,11 @@ function report(run: ModelRun, violations: string[], checkedPairs: number, outsi
 }
 
 /**
- * What the runs found, as minimal scenarios (test/support/quorum/model-scenarios.ts). They fail on
- * the code of 2026-11-29 (b5842e4), so they run only with QUORUM_MODEL_FOUND=1 until it is fixed.
+ * What the runs found, as minimal scenarios (test/support/quorum/model-scenarios.ts): the first two
+ * failed on 25d19fc-aeace4c and pass since a8e8b07; the third fails on 60ad485. Left out while
+ * exploring seeds.
  */
-describe.runIf(QUORUM_MODEL_FOUND === "1")("quorum model: found", () => {
+describe.skipIf(exploring)("quorum model: found", () => {
   let nodes: ModelNodes;
   beforeAll(async () => {
     nodes = await ModelNodes.start(3, null);
@@ -143,5 +149,12 @@ describe.runIf(QUORUM_MODEL_FOUND === "1")("quorum model: found", () => {
     const { fence, joined, validMs, heartbeat } = await joinOfValidLeaseChangesFence(nodes, uniquePrefix("qfound-join"));
     expect(validMs).toBeGreaterThan(1_000);
     expect({ joined, heartbeat }).toEqual({ joined: fence, heartbeat: "ok" });
+  }, 60_000);
+
+  // Fails on 60ad485 (model seed 1060 found it): runs only with QUORUM_MODEL_FOUND=1 until fixed.
+  it.runIf(QUORUM_MODEL_FOUND === "1")("a reentrant join where one node holds the owner's lock with another fence keeps the lease's fence", async () => {
+    const { fence, first, second, validMs, heartbeat } = await joinWhereOneNodeHoldsAnotherFence(nodes, uniquePrefix("qfound-other"));
+    expect(validMs).toBeGreaterThan(1_000);
+    expect({ first, second, heartbeat }).toEqual({ first: fence, second: fence, heartbeat: "ok" });
   }, 60_000);
 });

@@ -28,13 +28,15 @@ async function holdOutlivingOnZ(nodes: ModelNodes, locks: Locks): Promise<Lease>
 }
 
 /**
- * A fence goes back (clocks: a client 10 minutes ahead; data: one node restarts empty):
+ * A reentrant call after another owner's lease (clocks: a client 10 minutes ahead; data: one node
+ * restarts empty):
  * 1. O's lease; its hold outlives the others on z (holdOutlivingOnZ): O's lease has lapsed.
  * 2. X, its clock 10 minutes ahead, takes the lock on v and w (z: busy with O's hold); X's fence is
  *    X's clock, written to v and w, and raised on z as z's last fence. X releases.
  * 3. w restarts empty (v and z keep X's fence).
- * 4. v pauses; O joins its lease (acquire with O's owner): z joins O's old hold and answers its old
- *    fence, w mints O's clock, and the lease gets the higher of the two: below X's.
+ * 4. v pauses; O joins its lease (acquire with O's owner) on z and w. Before a8e8b07, z joined O's
+ *    old hold and answered its old fence, w minted O's clock, and the lease got the higher of the
+ *    two: below X's. Since, z drops the hold (it has heard of a later fence) and mints above X's.
  * Every node that answered X's acquire carried X's fence, and z kept it: inside the stated
  * condition. Resolves with X's fence and the joined lease's.
  */
@@ -79,4 +81,43 @@ export async function joinOfValidLeaseChangesFence(nodes: ModelNodes, prefix: st
   const validMs = Math.round(o.remainingMs());
   const heartbeat = await o.heartbeat().then(() => "ok", (error: Error) => error.name);
   return { fence: o.fence, joined: joined.fence, validMs, heartbeat };
+}
+
+/**
+ * A join of a valid lease, on every node, where one node holds the owner's lease with another fence
+ * (no clock, no data lost; model seed 1060 found it after a8e8b07):
+ * 1. C's hold outlives its others on z (holdOutlivingOnZ).
+ * 2. O takes the lock on v and w (z: busy with C's hold, which then lapses).
+ * 3. z pauses; O joins (J1): v and w join with O's fence; J1's request to z times out (z resumes
+ *    500 ms later) and is left queued there. z serves it: z is free by then, so it takes the lock
+ *    for O afresh, with a fence of its own (J1's proposal).
+ * 4. w pauses; O joins again (J2): v joins with O's fence, z with its own: two joins, a majority,
+ *    with two fences between them.
+ * Resolves with O's fence, J2's, and how O's own heartbeat then fares.
+ */
+export async function joinWhereOneNodeHoldsAnotherFence(nodes: ModelNodes, prefix: string) {
+  const locks = lockSet(nodes, prefix);
+  await holdOutlivingOnZ(nodes, locks);
+  const o = (await locks.tryAcquire("r"))!;
+  await sleep(3_000);
+  nodes.pause(Z);
+  let first: Lease;
+  try {
+    first = await locks.acquire("r", { owner: o.owner, waitMs: 0 });
+    // Past timeoutMs: J1's call on z gives up, and nothing writes O's fence over what z grants.
+    await sleep(500);
+  } finally {
+    nodes.resume(Z);
+  }
+  await sleep(300);
+  nodes.pause(W);
+  let second: Lease;
+  try {
+    second = await locks.acquire("r", { owner: o.owner, waitMs: 0 });
+  } finally {
+    nodes.resume(W);
+  }
+  const validMs = Math.round(o.remainingMs());
+  const heartbeat = await o.heartbeat().then(() => "ok", (error: Error) => error.name);
+  return { fence: o.fence, first: first.fence, second: second.fence, validMs, heartbeat };
 }
