@@ -91,8 +91,10 @@ export async function joinOfValidLeaseChangesFence(nodes: ModelNodes, prefix: st
  * 3. z pauses; O joins (J1): v and w join with O's fence; J1's request to z times out (z resumes
  *    500 ms later) and is left queued there. z serves it: z is free by then, so it takes the lock
  *    for O afresh, with a fence of its own (J1's proposal).
- * 4. w pauses; O joins again (J2): v joins with O's fence, z with its own: two joins, a majority,
- *    with two fences between them.
+ * 4. w pauses for 600 ms; O joins again (J2): v joins with O's fence, z with its own: two joins, a
+ *    majority, with two fences between them. On 60ad485 J2 takes the higher, z's, and writes it
+ *    over O's fence on v; O's lease is then lost while valid. Only w could show which fence a
+ *    majority holds: the join has to wait for it.
  * Resolves with O's fence, J2's, and how O's own heartbeat then fares.
  */
 export async function joinWhereOneNodeHoldsAnotherFence(nodes: ModelNodes, prefix: string) {
@@ -111,11 +113,12 @@ export async function joinWhereOneNodeHoldsAnotherFence(nodes: ModelNodes, prefi
   }
   await sleep(300);
   nodes.pause(W);
+  const resumed = sleep(600).then(() => nodes.resume(W));
   let second: Lease;
   try {
-    second = await locks.acquire("r", { owner: o.owner, waitMs: 0 });
+    second = await locks.acquire("r", { owner: o.owner, waitMs: 2_500 });
   } finally {
-    nodes.resume(W);
+    await resumed;
   }
   const validMs = Math.round(o.remainingMs());
   const heartbeat = await o.heartbeat().then(() => "ok", (error: Error) => error.name);
