@@ -139,19 +139,30 @@ function grantsIn(answers: readonly Answer<Integers>[]): NodeGrant[] {
   });
 }
 
-/** Some nodes joined the caller's lease, too few to show it holds, and the silent ones could make up the rest. */
+/** The fence most of the nodes that joined the caller's own hold answered, and on how many. */
+function joinedFence(grants: readonly NodeGrant[]): [fence: number, count: number] {
+  const counts = new Map<number, number>();
+  for (const g of grants) if (g.holds > 1) counts.set(g.fence, (counts.get(g.fence) ?? 0) + 1);
+  return [...counts].reduce<[number, number]>((best, entry) => (entry[1] > best[1] ? entry : best), [0, 0]);
+}
+
+/**
+ * Nodes joined the caller's own hold, but no fence among them shows a majority yet, and the silent
+ * nodes could still make one up: whether the caller's lease holds is unknown.
+ */
 function joinUnsettled(grants: readonly NodeGrant[], silent: number, majority: number): boolean {
-  const joined = grants.filter((g) => g.holds > 1).length;
+  const [, joined] = joinedFence(grants);
   return joined > 0 && joined < majority && joined + silent >= majority;
 }
 
 /**
- * The lease's fence. A reentrant call joined on a majority keeps its lease's fence, which a majority
- * carries (the highest they report); otherwise the highest fence any granting node minted.
+ * The lease's fence. A reentrant call joined on a majority keeps its lease's fence, the one that
+ * majority carries (a node may hold the owner's lock under another, from a grant nobody adopted);
+ * otherwise the highest fence any granting node minted.
  */
 function chooseFence(grants: readonly NodeGrant[], majority: number): number {
-  const joined = grants.filter((g) => g.holds > 1);
-  return Math.max(...(joined.length >= majority ? joined : grants).map((g) => g.fence));
+  const [fence, joined] = joinedFence(grants);
+  return joined >= majority ? fence : Math.max(...grants.map((g) => g.fence));
 }
 
 /**
