@@ -10,7 +10,9 @@ import { carriersKept, describeCarriers, probeCarriers, type CarrierProbe } from
 import { startNodeNemesis, type NodeEvent } from "./model-nemesis.ts";
 import type { ModelNodes } from "./model-nodes.ts";
 import { describeModelPlan, drawModelPlan, type ModelPlan } from "./model-plan.ts";
+import { nodeLog } from "./model-node-log.ts";
 import { runModelProgram } from "./model-program.ts";
+import { withFetch } from "../fetch-wrappers.ts";
 import type { Premise } from "./chaos-checks.ts";
 
 export interface ModelRun {
@@ -53,8 +55,11 @@ export async function runModel(seed: number, nodes: ModelNodes, steps?: [number,
   let lastCallAt: number;
   try {
     const actors = Array.from({ length: plan.actors }, (_, id) => newActor(run, id));
-    await Promise.all(actors.map((actor) => withClientClock(plan.clientAheadMs[actor.id] ?? 0, () => runModelProgram(actor, plan.steps, probeNew))));
-    lastCallAt = performance.now();
+    // Each node's requests and replies go into the trace, printed when the run fails.
+    lastCallAt = await withFetch(await nodeLog(nodes, history), async () => {
+      await Promise.all(actors.map((actor) => withClientClock(plan.clientAheadMs[actor.id] ?? 0, () => runModelProgram(actor, plan.steps, probeNew))));
+      return performance.now();
+    });
   } finally {
     restoreClocks();
     stopSampling();
