@@ -116,7 +116,7 @@ async function forcedWriteBack(endpoints: readonly Endpoint[], prefix: string): 
     id: `fencelock-quorum-${endpoints.length}-ahead`,
     label: `fencelock quorum (N = ${endpoints.length}), node 1 ahead`,
     note: "as fencelock quorum, but each cycle takes a new name for which node 1 was first given (untimed, over TCP) a last " +
-      `fence ${SEED_AHEAD_US / 1_000_000} s above the client's clock, 4 s above what the client proposes: a write-back whenever node 1 is in the first majority`,
+      `fence ${SEED_AHEAD_US / 1_000_000} s above the client's clock, which is what the client proposes: a write-back whenever node 1 is in the first majority`,
   });
   let next = 0;
   const name = async () => {
