@@ -52,6 +52,7 @@ export function leaseVerdict({ ayes, noes, silent }: Tally): "yes" | "no" | "unk
   return ayes >= majority ? "yes" : noes > nodes - majority ? "no" : "unknown";
 }
 
+/** Counts the answers so far: `yes` replies, other replies, and nodes silent or failed. */
 export function tally<T>(answers: readonly Answer<T>[], yes: (reply: T) => boolean): Tally {
   const ayes = count(answers, yes);
   const noes = count(answers) - ayes;
