@@ -31,7 +31,10 @@
  * back in 1054 and 1074 (a join of an outlived hold, next to a node that forgot: a restart, or its
  * clock stepped 90 s ahead). Both are minimal scenarios below; a8e8b07 fixed both. The same long
  * run on 60ad485 failed only in seed 1060: a join on every node, one of which held the owner's lock
- * under another fence (a late grant nobody adopted), took that fence (third scenario below).
+ * under another fence (a late grant nobody adopted), took that fence (third scenario below). With
+ * a fix for that, seed 1076 once let a second owner in while a lease was valid, with pauses only:
+ * releasing one of an owner's holds took the lock off a node where it counted only the other one
+ * (fourth scenario below).
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fenceOrderViolations } from "../../support/chaos/check-fence-order.ts";
@@ -46,11 +49,11 @@ import { ModelNodes } from "../../support/quorum/model-nodes.ts";
 import { describeModelPlan } from "../../support/quorum/model-plan.ts";
 import { runModel, type ModelRun } from "../../support/quorum/model-run.ts";
 import {
-  fenceBackThroughStaleJoin, joinOfValidLeaseChangesFence, joinWhereOneNodeHoldsAnotherFence,
+  fenceBackThroughStaleJoin, joinOfValidLeaseChangesFence, joinWhereOneNodeHoldsAnotherFence, releaseOfOneHoldDropsAnother,
 } from "../../support/quorum/model-scenarios.ts";
 import { uniquePrefix } from "../../support/upstash.ts";
 
-const { QUORUM_MODEL_SEED, QUORUM_MODEL_SEEDS, QUORUM_MODEL_STEPS, QUORUM_MODEL_TRACE } = process.env;
+const { QUORUM_MODEL_SEED, QUORUM_MODEL_SEEDS, QUORUM_MODEL_STEPS, QUORUM_MODEL_TRACE, QUORUM_MODEL_FOUND } = process.env;
 const exploring = Boolean(QUORUM_MODEL_SEED || QUORUM_MODEL_SEEDS);
 // "40-60": longer programs, for exploring.
 const steps = QUORUM_MODEL_STEPS?.split("-").map(Number) as [number, number] | undefined;
@@ -124,7 +127,7 @@ function report(run: ModelRun, violations: string[], checkedPairs: number, outsi
 /**
  * What the runs found, as minimal scenarios (test/support/quorum/model-scenarios.ts): the first two
  * failed on 25d19fc-aeace4c and pass since a8e8b07; the third failed on 60ad485 and passes since
- * 7392a7a. Left out while exploring seeds.
+ * 7392a7a; the fourth fails on 38d9a6e. Left out while exploring seeds.
  */
 describe.skipIf(exploring)("quorum model: found", () => {
   let nodes: ModelNodes;
@@ -156,5 +159,14 @@ describe.skipIf(exploring)("quorum model: found", () => {
     const { fence, first, second, validMs, heartbeat } = await joinWhereOneNodeHoldsAnotherFence(nodes, uniquePrefix("qfound-other"));
     expect(validMs).toBeGreaterThan(1_000);
     expect({ first, second, heartbeat }).toEqual({ first: fence, second: fence, heartbeat: "ok" });
+  }, 60_000);
+
+  // Fails on 38d9a6e (model seed 1076 found it): runs only with QUORUM_MODEL_FOUND=1 until fixed.
+  it.runIf(QUORUM_MODEL_FOUND === "1")("releasing one of an owner's two holds leaves the other held on a majority", async () => {
+    const { x, joinedRemainingMs, sameFence } = await releaseOfOneHoldDropsAnother(nodes, uniquePrefix("qfound-release"));
+    expect(sameFence).toBe(true);
+    // J had time left when X asked (about 1.1 s): X must have been refused.
+    if (joinedRemainingMs > 0) expect(x).toBeNull();
+    else console.log("releaseOfOneHoldDropsAnother: J had lapsed before X asked; nothing checked");
   }, 60_000);
 });

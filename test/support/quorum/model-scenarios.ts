@@ -124,3 +124,45 @@ export async function joinWhereOneNodeHoldsAnotherFence(nodes: ModelNodes, prefi
   const heartbeat = await o.heartbeat().then(() => "ok", (error: Error) => error.name);
   return { fence: o.fence, first: first.fence, second: second.fence, validMs, heartbeat };
 }
+
+/**
+ * Two holds of one owner, and one released, lets another owner in while the other is valid (pauses
+ * only, one node at a time; model seed 1076 found it):
+ * 1. O takes the lock on v, w and z with a 3 s lease (L1). v pauses for 3.6 s while L1 heartbeats on
+ *    w and z: O's hold on v lapses there.
+ * 2. O joins (J): w and z join (two holds each), v is free and serves O afresh: one hold, taking
+ *    O's fence. J keeps the fence, as it should.
+ * 3. z pauses; J heartbeats on v and w 1.5 s later; z's hold, not extended, lapses while paused.
+ * 4. O releases L1: w keeps one hold, but v's only hold goes: the lock is gone from v.
+ * 5. z resumes, free. X tries the lock: v and z grant it, while J still has validity left.
+ * Resolves with X's fence (null when it was refused) and J's remainingMs when X got its answer.
+ */
+export async function releaseOfOneHoldDropsAnother(nodes: ModelNodes, prefix: string) {
+  const locks = createLocks({ redis: nodes.clients(), prefix, leaseMs: 3_000, timeoutMs: 300 });
+  const l1 = (await locks.tryAcquire("r"))!;
+  nodes.pause(V);
+  try {
+    for (let i = 0; i < 3; i++) {
+      await sleep(1_000);
+      await l1.heartbeat();
+    }
+    await sleep(600);
+  } finally {
+    nodes.resume(V);
+  }
+  await sleep(100);
+  const joined = await locks.acquire("r", { owner: l1.owner, waitMs: 0 });
+  const joinedAt = performance.now();
+  nodes.pause(Z);
+  try {
+    await sleep(1_500);
+    await joined.heartbeat();
+    await sleep(3_200 - (performance.now() - joinedAt));
+    await l1.release();
+  } finally {
+    nodes.resume(Z);
+  }
+  await sleep(100);
+  const x = await lockSet(nodes, prefix).tryAcquire("r");
+  return { x: x?.fence ?? null, joinedRemainingMs: Math.round(joined.remainingMs()), sameFence: joined.fence === l1.fence };
+}
