@@ -2,7 +2,7 @@
 -- this node's hold that fence when the call that took the hold here asks.
 -- KEYS[1] lock hash {..., carried}, KEYS[2] fence hash
 -- ARGV owner, ticket (of the attempt that took the hold), the fence this node gave that hold,
---      the quorum's fence, fenceTtlMs
+--      the quorum's fence, fenceTtlMs, holds (the lease's count on the other nodes; optional)
 -- Reply {1, ttlMs} when the hold carries the quorum's fence, {0, 0} when it is not this call's
 -- (busy, or lapsed): the last fence is raised all the same.
 local lock, fenceKey = unpack(KEYS)
@@ -31,4 +31,10 @@ end
 -- 'carried': the last fence this node had heard of when the hold took its fence, which may be below
 -- it (a reentrant call keeps its lease's fence): acquire.lua tells a stale hold by a later one.
 redis.call('HSET', lock, 'fence', chosen, 'carried', last)
+-- A hold served afresh for a reentrant call counts as the lease's others do: releasing one of
+-- two holds must not take the lock off this node alone.
+local holds = tonumber(ARGV[6] or 0)
+if holds > tonumber(redis.call('HGET', lock, 'holds')) then
+  redis.call('HSET', lock, 'holds', holds)
+end
 return {1, redis.call('PTTL', lock)}

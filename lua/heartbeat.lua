@@ -1,15 +1,16 @@
 -- Extend a lease; never revives one that has expired or changed hands.
 -- KEYS[1] lock hash, KEYS[2] fence hash
--- Reply {1, ttlMs} when extended (or already longer), {0, 0} when the caller no longer holds it.
+-- Reply {1, ttlMs, holds} when extended (or already longer), {0, 0, 0} when the caller no longer
+-- holds it. Quorum mode repairs a node with the holds the others count.
 local lock, fenceKey = unpack(KEYS)
 local owner = ARGV[1]
 -- Compared as the string it is stored as.
 local fence = ARGV[2]
 local leaseMs = tonumber(ARGV[3])
 local fenceTtlMs = tonumber(ARGV[4])
-local cur = redis.call('HMGET', lock, 'owner', 'fence')
+local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds')
 if cur[1] ~= owner or cur[2] ~= fence then
-  return {0, 0}
+  return {0, 0, 0}
 end
 -- Never shortened: another hold (a join, or a resumed lease with its own leaseMs) may trust the
 -- longer TTL, and cutting it would let a second holder in.
@@ -20,4 +21,4 @@ if ttl < leaseMs then
   if redis.call('PTTL', fenceKey) < fenceTtlMs then redis.call('PEXPIRE', fenceKey, fenceTtlMs) end
   ttl = leaseMs
 end
-return {1, ttl}
+return {1, ttl, tonumber(cur[3])}

@@ -19,6 +19,12 @@ interface NodeGrant {
 const isGrant = (reply: Integers) => reply[0] === 1;
 
 /**
+ * Raises `node`'s last fence to the lease's; where the node granted this attempt `minted`, its hold
+ * takes the lease's fence (and holds) too. adopt.lua's {1, ttlMs}, or {0, 0} where it holds no such hold.
+ */
+type Adopt = (node: number, minted: number) => Promise<Integers>;
+
+/**
  * attempt(name, owner, leaseMs): the lock on a majority with one fence, or what the nodes said.
  * The fence is the highest any granting node minted, written back to a majority before the lease
  * is returned: any later majority includes one of those nodes, which mints above it.
@@ -50,8 +56,11 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
       return busyHint(answers, majority);
     }
     const fence = chooseFence(grants, majority);
-    const carrying = await writeBack(name, ticket, owner, fence, fenceTtlMs, grants, calls);
-    carryFence(name, ticket, owner, fence, fenceTtlMs, calls, answers);
+    // A reentrant call's holds, which the nodes that serve it afresh must count too.
+    const holds = Math.max(1, ...grants.filter((g) => g.fence === fence).map((g) => g.holds));
+    const adopt = (node: number, minted: number) => nodes[node]!(scripts.adopt, name, [owner, ticket, minted, fence, fenceTtlMs, holds], owner);
+    const carrying = await writeBack(name, ticket, fence, holds, grants, calls, adopt);
+    carryFence(name, ticket, owner, fence, holds, calls, answers, adopt);
     // The lease holds while a majority of its nodes do; their TTLs ran from sentAt at the latest.
     const ttlMs = carrying.map((g) => g.ttlMs).sort((a, b) => b - a)[majority - 1];
     const validUntil = ttlMs === undefined ? 0 : sentAt + ttlMs - driftMs(ttlMs);
@@ -62,15 +71,17 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
   };
 
   /**
-   * Gives the granting nodes that minted another fence the chosen one, and resolves with the nodes
-   * that carry it once they are a majority (or with fewer, once every node has answered).
+   * Gives the granting nodes that minted another fence (or count fewer holds) the lease's, and
+   * resolves with the nodes that carry it once they are a majority (or with fewer, once every node
+   * has answered).
    */
-  async function writeBack(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, grants: NodeGrant[], calls: Promise<Integers>[]) {
-    const carrying = grants.filter((g) => g.fence === fence);
-    const others = grants.filter((g) => g.fence !== fence);
+  async function writeBack(name: string, ticket: string, fence: number, holds: number, grants: NodeGrant[], calls: Promise<Integers>[], adopt: Adopt) {
+    const carries = (g: NodeGrant) => g.fence === fence && g.holds >= holds;
+    const carrying = grants.filter(carries);
+    const others = grants.filter((g) => !carries(g));
     if (!others.length) return carrying;
     // Sent to all of them even when enough carry it: a node with another fence fails every heartbeat.
-    const adopts = others.map((g) => adopt(name, ticket, owner, fence, fenceTtlMs, g.node, g.fence));
+    const adopts = others.map((g) => adopt(g.node, g.fence));
     const answers = await gather(adopts, (so) => carrying.length + count(so, isGrant) >= majority);
     const adopted = others.filter((_, i) => {
       const answer = answers[i];
@@ -93,25 +104,17 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
    * if the lease was released by then. Not awaited: the majority already carries the fence, and each
    * more node may lose its data without a fence going back.
    */
-  function carryFence(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, calls: Promise<Integers>[], answers: Answer<Integers>[]) {
+  function carryFence(name: string, ticket: string, owner: string, fence: number, holds: number, calls: Promise<Integers>[], answers: Answer<Integers>[], adopt: Adopt) {
     calls.forEach((call, node) => {
       const answer = answers[node];
-      if (answer && "reply" in answer && !isGrant(answer.reply)) adopt(name, ticket, owner, fence, fenceTtlMs, node, 0).catch(() => undefined);
+      if (answer && "reply" in answer && !isGrant(answer.reply)) adopt(node, 0).catch(() => undefined);
       if (answer) return;
-      late.track(owner, fence, call, ([granted, minted], released) => {
-        if (granted !== 1) return adopt(name, ticket, owner, fence, fenceTtlMs, node, 0);
+      late.track(owner, fence, call, ([granted, minted, counted], released) => {
+        if (granted !== 1) return adopt(node, 0);
         if (released) return nodes[node]!(scripts.leave, name, [ticket], "");
-        return minted === fence ? Promise.resolve() : adopt(name, ticket, owner, fence, fenceTtlMs, node, minted);
+        return minted === fence && counted >= holds ? Promise.resolve() : adopt(node, minted);
       });
     });
-  }
-
-  /**
-   * Raises `node`'s last fence to the lease's; where the node granted this attempt `minted`, its
-   * hold takes the lease's fence too. adopt.lua's {1, ttlMs}, or {0, 0} where it holds no such hold.
-   */
-  function adopt(name: string, ticket: string, owner: string, fence: number, fenceTtlMs: number, node: number, minted: number) {
-    return nodes[node]!(scripts.adopt, name, [owner, ticket, minted, fence, fenceTtlMs], owner);
   }
 }
 

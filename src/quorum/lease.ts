@@ -26,8 +26,10 @@ export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockB
       const calls = nodes.map((run) => run(scripts.heartbeat, lease.name, args, lease.owner));
       const [verdict, answers] = await verdictOf(`Heartbeat of "${lease.name}"`, calls);
       if (verdict === "no") return null;
-      // Every node that says no, before the majority said yes or after, is repaired.
-      calls.forEach((call, node) => call.then((reply) => isYes(reply) || repair(nodes[node]!, lease, leaseMs), () => undefined));
+      // Every node that says no, before the majority said yes or after, is repaired, with the
+      // holds the others count (a reentrant lease's second hold must not free it there).
+      const holds = Math.max(1, ...answers.flatMap((a) => (a && "reply" in a && isYes(a.reply) ? [a.reply[2]] : [])));
+      calls.forEach((call, node) => call.then((reply) => isYes(reply) || repair(nodes[node]!, lease, leaseMs, holds), () => undefined));
       // Held while a majority holds it: the majority-th longest TTL.
       return answers.flatMap((a) => (a && "reply" in a && isYes(a.reply) ? [a.reply[1]] : [])).sort((a, b) => b - a)[majority - 1]!;
     },
@@ -47,17 +49,21 @@ export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockB
  * holds it, so that it keeps a majority if another node fails. Safe: no one else can hold a majority
  * meanwhile, and the node mints its own fence first, so its last fence never goes back.
  */
-function repair(run: Run, lease: HeldLease, leaseMs: number): void {
+function repair(run: Run, lease: HeldLease, leaseMs: number, holds: number): void {
   const ticket = newToken();
   const fenceTtlMs = leaseMs + RETRY_WINDOW_MS;
   // Proposed: a node that knows no higher fence mints the lease's own.
   run(scripts.acquire, lease.name, [lease.owner, ticket, leaseMs, fenceTtlMs, 0, lease.fence], lease.owner)
-    .then(async ([granted, minted, holds]) => {
+    .then(async ([granted, minted, counted]) => {
       if (granted !== 1) return;
-      if (minted !== lease.fence) await run(scripts.adopt, lease.name, [lease.owner, ticket, minted, lease.fence, fenceTtlMs], lease.owner);
-      // It joined a hold this node kept for the owner under another fence: that one now carries
-      // the lease's fence, and a second hold would outlive the release.
-      if (holds > 1) await run(scripts.leave, lease.name, [ticket], "");
+      // It joined a hold this node kept for the owner under another fence: adopt gives that hold the
+      // lease's fence and holds, and leave takes back the one this join added.
+      const joined = counted > 1;
+      const target = joined ? holds + 1 : holds;
+      if (minted !== lease.fence || counted < target) {
+        await run(scripts.adopt, lease.name, [lease.owner, ticket, minted, lease.fence, fenceTtlMs, target], lease.owner);
+      }
+      if (joined) await run(scripts.leave, lease.name, [ticket], "");
     })
     .catch(() => undefined);
 }

@@ -16,13 +16,13 @@ export const acquire: LuaScript = {
 export const adopt: LuaScript = {
   name: "adopt",
   replyLength: 2,
-  text: "local a=redis.call local b,c=unpack(KEYS)local f,g,y,C=ARGV[1],ARGV[2],ARGV[3],ARGV[4]local j=tonumber(ARGV[5])local D=tonumber(C)local x=tonumber(a('HGET',c,'last'))or 0 if x<D then a('HSET',c,'last',C)x=D end local n=a('TIME')local E=j+math.max(0,math.ceil((x-(n[1]*1000000+n[2]))/1000))if a('PTTL',c)<E then a('PEXPIRE',c,E)end local w=a('HMGET',b,'owner','fence','q:'..g)if w[1]~=f or not w[3]or(w[2]~=y and w[2]~=C)then return{0,0}end a('HSET',b,'fence',C,'carried',x)return{1,a('PTTL',b)}",
+  text: "local a=redis.call local b,c=unpack(KEYS)local f,g,y,C=ARGV[1],ARGV[2],ARGV[3],ARGV[4]local j=tonumber(ARGV[5])local D=tonumber(C)local x=tonumber(a('HGET',c,'last'))or 0 if x<D then a('HSET',c,'last',C)x=D end local n=a('TIME')local E=j+math.max(0,math.ceil((x-(n[1]*1000000+n[2]))/1000))if a('PTTL',c)<E then a('PEXPIRE',c,E)end local w=a('HMGET',b,'owner','fence','q:'..g)if w[1]~=f or not w[3]or(w[2]~=y and w[2]~=C)then return{0,0}end a('HSET',b,'fence',C,'carried',x)local B=tonumber(ARGV[6]or 0)if B>tonumber(a('HGET',b,'holds'))then a('HSET',b,'holds',B)end return{1,a('PTTL',b)}",
 };
 
 export const heartbeat: LuaScript = {
   name: "heartbeat",
-  replyLength: 2,
-  text: "local a=redis.call local b,c=unpack(KEYS)local f=ARGV[1]local D=ARGV[2]local i=tonumber(ARGV[3])local j=tonumber(ARGV[4])local w=a('HMGET',b,'owner','fence')if w[1]~=f or w[2]~=D then return{0,0}end local u=a('PTTL',b)if u<i then a('PEXPIRE',b,i)if a('PTTL',c)<j then a('PEXPIRE',c,j)end u=i end return{1,u}",
+  replyLength: 3,
+  text: "local a=redis.call local b,c=unpack(KEYS)local f=ARGV[1]local D=ARGV[2]local i=tonumber(ARGV[3])local j=tonumber(ARGV[4])local w=a('HMGET',b,'owner','fence','holds')if w[1]~=f or w[2]~=D then return{0,0,0}end local u=a('PTTL',b)if u<i then a('PEXPIRE',b,i)if a('PTTL',c)<j then a('PEXPIRE',c,j)end u=i end return{1,u,tonumber(w[3])}",
 };
 
 export const inspect: LuaScript = {

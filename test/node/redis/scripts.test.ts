@@ -18,7 +18,7 @@ describe("generated scripts", () => {
   // The client refuses a reply of any other length rather than read what it lacks as zeros.
   it("know how many integers each lock script answers, counted from its returns", () => {
     expect(Object.fromEntries(all.map((s) => [s.name, s.replyLength]))).toEqual({
-      acquire: 4, adopt: 2, heartbeat: 2, inspect: 5, leave: 1, release: 2, "store-fence": undefined, "store-ttl": 1,
+      acquire: 4, adopt: 2, heartbeat: 3, inspect: 5, leave: 1, release: 2, "store-fence": undefined, "store-ttl": 1,
     });
     expect(replyLength("local a=1 if a then return{0,a,f(1,2),{3,4}}end return{1,'x,y',2,3}")).toBe(4);
     expect(replyLength("if x then return{0}end return{1,2}")).toBeUndefined();
