@@ -27,7 +27,7 @@ type Adopt = (node: number, minted: number) => Promise<Integers>;
 /**
  * attempt(name, owner, leaseMs): the lock on a majority with one fence, or what the nodes said.
  * The fence is the highest any granting node minted, written back to a majority before the lease
- * is returned: any later majority includes one of those nodes, which mints above it.
+ * is returned: every later majority includes one of those nodes, which mints above it.
  */
 export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
   const majority = majorityOf(nodes.length);

@@ -39,9 +39,10 @@ const STEPS: [perMille: number, step: Step][] = [
   [15, (actor) => sleep(actor.run.dice.int(0, 600))],
 ];
 
-function stepFor(roll: number): Step {
+/** The step a roll in [0, 1) lands on, each step taking its share per mille of the range. */
+export function pick<S>(steps: readonly [perMille: number, step: S][], roll: number): S {
   let below = 0;
-  for (const [perMille, step] of STEPS) {
+  for (const [perMille, step] of steps) {
     below += perMille;
     if (roll * 1000 < below) return step;
   }
@@ -57,7 +58,7 @@ export async function runProgram(actor: Actor): Promise<void> {
     const name = dice.pick(plan.names);
     const mine = heldBy(actor);
     const held = mine.length ? dice.pick(mine) : undefined;
-    const step = stepFor(dice.fraction());
+    const step = pick(STEPS, dice.fraction());
     sampleMutualExclusion(history, plan.names, "before step");
     await (held ? step(actor, { locks, name, held }) : acquire(actor, locks, name));
     sampleMutualExclusion(history, plan.names, "after step");

@@ -6,6 +6,7 @@ import { heldBy, type Actor } from "../chaos/actor.ts";
 import { sampleMutualExclusion } from "../chaos/check-mutual-exclusion.ts";
 import type { ReceivedLease } from "../chaos/history.ts";
 import { heartbeat, release } from "../chaos/lease-steps.ts";
+import { pick } from "../chaos/program.ts";
 import { acquire, join, resume, tryAcquire } from "../chaos/lock-set-steps.ts";
 import { readModifyWrite } from "../chaos/store-steps.ts";
 import type { Locks } from "../../../src/index.ts";
@@ -33,15 +34,6 @@ const STEPS: [perMille: number, step: Step][] = [
   [70, (actor) => sleep(actor.run.dice.int(0, 1_000))],
 ];
 
-function stepFor(roll: number): Step {
-  let below = 0;
-  for (const [perMille, step] of STEPS) {
-    below += perMille;
-    if (roll * 1000 < below) return step;
-  }
-  throw new Error("the steps' shares add up to less than 1000");
-}
-
 /**
  * `steps[0]` to `steps[1]` steps, then gives back what it still holds. `afterStep` runs after each (the run reads
  * which nodes carry the fences of leases just received before the client goes on).
@@ -54,7 +46,7 @@ export async function runModelProgram(actor: Actor, [fewest, most]: [number, num
     const name = dice.pick(plan.names);
     const mine = heldBy(actor);
     const held = mine.length ? dice.pick(mine) : undefined;
-    const step = stepFor(dice.fraction());
+    const step = pick(STEPS, dice.fraction());
     await (held ? step(actor, { locks, name, held }) : acquire(actor, locks, name));
     await afterStep();
     sampleMutualExclusion(history, plan.names, "after step");
