@@ -45,10 +45,11 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('ZREM', queue, unpack(gone))
       redis.call('ZREM', alive, unpack(gone))
     end
-    -- A push waiter queues as 'ticket.owner.leaseMs.fenceTtlMs' (the heir's, as acquire.lua takes
-    -- them); a polling one as its ticket alone, and finds the lock free on its next look.
+    -- A push waiter queues as 'ticket.owner.leaseMs.fenceTtlMs.lockSet' (the heir's, as acquire.lua
+    -- takes them, and its lock set's id); a polling one as its ticket alone, and finds the lock free
+    -- on its next look.
     local head = redis.call('ZRANGE', queue, 0, 0)[1] or ''
-    local ticket, heir, leaseMs, fenceTtlMs = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)$')
+    local ticket, heir, leaseMs, fenceTtlMs, lockSet = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)%.(%x+)$')
     local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
     local minted = math.max(last + 1, nowUs)
     -- As acquire.lua: never a fence over 1 s ahead of this clock. Only to a head still asking (the
@@ -63,9 +64,9 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('PEXPIRE', fenceKey, fenceTtlMs)
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
-      -- On the heir's own channel (see pushWaiter in src/waiting/push.ts); the digest with its
-      -- secret owner token proves the message came from here.
-      redis.call('PUBLISH', redis.sha1hex(lock) .. '.' .. ticket, newFence .. ':' .. redis.sha1hex(newFence .. ':' .. heir))
+      -- On the channel of the heir's lock set, which its waiters share (src/waiting/wake-channel.ts),
+      -- addressed by ticket; the digest with the secret owner token proves the message came from here.
+      redis.call('PUBLISH', 'fencelock.' .. lockSet, ticket .. ':' .. newFence .. ':' .. redis.sha1hex(newFence .. ':' .. heir))
     end
   end
   return {1, 0}

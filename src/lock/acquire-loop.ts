@@ -1,6 +1,5 @@
 // The loop behind acquire() and tryAcquire(): attempt, pause, retry, until the lock or the deadline.
 import { driftMs, type Busy, type BusyAttempt, type LockBackend } from "../core/backend.ts";
-import type { RedisClient } from "../core/client.ts";
 import { ClockBehindError, LockConfigError, LockUnavailableError } from "../core/errors.ts";
 import { lockKeys, newToken } from "../core/keys.ts";
 import type { AcquireOptions } from "../core/options.ts";
@@ -8,11 +7,12 @@ import { Lease } from "./lease.ts";
 import { RETRY_WINDOW_MS } from "../redis/run-script.ts";
 import { QUEUE_ALIVE_MS, sleep } from "../waiting/backoff.ts";
 import { pollWaiter, pushWaiter, type Waiter } from "../waiting/push.ts";
+import type { WakeChannel } from "../waiting/wake-channel.ts";
 
 /** What the loop needs of its lock set's options. */
 export interface LoopConfig {
-  /** The Redis that push waiters subscribe to; undefined in quorum mode, which waits by backoff. */
-  readonly pushClient: RedisClient | undefined;
+  /** The stream push waiters share; undefined in quorum mode, which waits by backoff. */
+  readonly channel: WakeChannel | undefined;
   readonly prefix: string;
   readonly leaseMs: number;
 }
@@ -24,13 +24,15 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
     const owner = opts.owner ?? newToken();
     // One request id for every attempt, so one that landed unseen is not counted twice.
     const requestId = newToken();
-    const push = opts.wake === "push";
-    if (push && !config.pushClient) {
+    const { channel } = config;
+    if (opts.wake === "push" && !channel) {
       throw new LockConfigError("acquire options", ['wake: "push" needs one Redis; a quorum waits with jittered backoff, so leave wake out']);
     }
-    // A push waiter's ticket carries what release.lua needs to take the lock on its behalf.
-    const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}` : requestId;
-    const waiter = push && config.pushClient ? pushWaiter(config.pushClient, lockKeys(config.prefix, name).lock, requestId, owner) : pollWaiter;
+    // Push by default; a call that will not wait has nothing to be woken for.
+    const push = opts.wake !== "poll" && waitMs > 0 && channel;
+    // A push waiter's ticket carries what release.lua needs to take the lock on its behalf, and where to say so.
+    const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}.${push.id}` : requestId;
+    const waiter = push ? pushWaiter(push, requestId, owner) : pollWaiter;
     const deadline = performance.now() + waitMs;
     // Only a caller that will wait takes a place in line.
     const queueMs = waitMs > 0 ? QUEUE_ALIVE_MS : 0;
@@ -63,8 +65,7 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
       throw error;
     } finally {
       if (queued) leaveLine(name, ticket, opts.waitUntil);
-      // Not awaited: the caller has its lease or error, whatever closing the stream takes.
-      waiter.close?.().catch(() => undefined);
+      waiter.close?.();
     }
   }
 

@@ -11,6 +11,7 @@ import {
 } from "../core/options.ts";
 import { quorum } from "../quorum/quorum.ts";
 import { singleNode } from "./single-node.ts";
+import { wakeChannel } from "../waiting/wake-channel.ts";
 
 export interface Locks {
   /** Waits up to `waitMs` for the lock; throws LockTimeoutError if it stays busy. */
@@ -47,7 +48,8 @@ export function createLocks(options: LocksOptions): Locks {
   const backend = Array.isArray(redis)
     ? quorum(redis.map((client) => ({ redis: client, prefix, timeoutMs })))
     : singleNode({ redis, prefix, timeoutMs });
-  const acquireWithin = acquireLoop({ ...config, pushClient: Array.isArray(redis) ? undefined : redis }, backend);
+  const channel = Array.isArray(redis) ? undefined : wakeChannel(redis, once((message) => console.warn(`fencelock: ${message}`)));
+  const acquireWithin = acquireLoop({ ...config, channel }, backend);
 
   async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {
     checkName(name);
@@ -92,3 +94,12 @@ export function createLocks(options: LocksOptions): Locks {
   return { acquire, tryAcquire, withLock, resume, inspect };
 }
 
+
+/** `say`, the first time only: a lock set reports a degraded mode once, not on every wait. */
+function once(say: (message: string) => void): (message: string) => void {
+  let said = false;
+  return (message) => {
+    if (!said) say(message);
+    said = true;
+  };
+}

@@ -3,9 +3,11 @@
 // lock's keys, cannot hand a waiter a lock it does not hold.
 import { Redis as Ioredis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { lockKeys, sha1Hex } from "../../../../src/core/keys.ts";
+import { createLocks } from "../../../../src/index.ts";
+import { lockKeys } from "../../../../src/core/keys.ts";
 import { until } from "../../../support/until.ts";
 import { lockSet } from "../../../support/lock-set.ts";
+import { observedRedis } from "../../../support/observed-redis.ts";
 import { uniquePrefix, upstash } from "../../../support/upstash.ts";
 
 const direct = new Ioredis(inject("upstash").redisUrl);
@@ -15,16 +17,18 @@ describe("a forged handover", () => {
   it("does not hand a push waiter the lock: it waits for the real release", async () => {
     const prefix = uniquePrefix("forged");
     const holder = await lockSet(prefix).acquire("gate");
-    const waiting = lockSet(prefix).acquire("gate", { waitMs: 20_000, wake: "push" });
-    // PUBSUB CHANNELS shows the waiter's channel (its lock's, among other tests' waiters) to anyone who may run it.
-    const ours = `${await sha1Hex(lockKeys(prefix, "gate").lock)}.`;
-    let channel: string | undefined;
+    const { client, heard } = observedRedis();
+    const waiting = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 20_000, wake: "push" });
+    // PUBSUB CHANNELS shows the lock set's channel to anyone who may run it; suppose the forger
+    // also learned the waiter's ticket.
+    let ticket = "";
     await until(async () => {
-      channel = (await direct.pubsub("CHANNELS", `${ours}*`)).find((name): name is string => typeof name === "string");
-      return channel !== undefined;
+      ticket = (await direct.zrange(lockKeys(prefix, "gate").queue, 0, 0))[0]?.split(".")[0] ?? "";
+      return ticket !== "" && heard.confirmations > 0;
     }, 10_000);
+    const channel = heard.channels[0];
     const forged = (Date.now() + 60_000) * 1_000;
-    for (const message of [String(forged), `${forged}:${"0".repeat(40)}`]) {
+    for (const message of [`${ticket}:${forged}`, `${ticket}:${forged}:${"0".repeat(40)}`]) {
       expect(await upstash().publish(String(channel), message)).toBeGreaterThan(0);
     }
     // Still waiting: a lease with the forged fence would outrank every honest holder at a store.

@@ -1,74 +1,105 @@
-// A push waiter on its own (no Redis): the handovers it believes, and how often it opens its
-// stream afresh.
+// Push waiters on their lock set's stream (no Redis): the handovers they believe, and when the
+// stream is opened, shared, replaced and closed.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RedisClient } from "../../../../src/index.ts";
 import type { WakeSubscriber } from "../../../../src/core/client.ts";
 import { sha1Hex } from "../../../../src/core/keys.ts";
 import { pushWaiter } from "../../../../src/waiting/push.ts";
+import { wakeChannel } from "../../../../src/waiting/wake-channel.ts";
 
 const OWNER = "a".repeat(32);
+const TICKET = "7".repeat(32);
+const unused = () => Promise.reject(new Error("no script runs in these tests"));
+
+/** A client whose streams confirm at once, and whose stream lifecycle is counted. */
+function fakeClient(behaviour: { messages?: string[]; fail?: boolean } = {}) {
+  const seen = { subscribed: 0, unsubscribed: 0, channels: new Set<string>() };
+  const redis: RedisClient = {
+    evalsha: unused,
+    eval: unused,
+    subscribe(channel): WakeSubscriber {
+      seen.subscribed += 1;
+      seen.channels.add(channel);
+      return {
+        on(type, listener) {
+          if (type === "subscribe" && !behaviour.fail) queueMicrotask(() => listener({}));
+          if (type === "error" && behaviour.fail) queueMicrotask(() => listener(new Error("no streaming here")));
+          if (type === "message") setTimeout(() => behaviour.messages?.forEach((message) => listener({ message })), 5);
+        },
+        unsubscribe: async () => void (seen.unsubscribed += 1),
+      };
+    },
+  };
+  return { redis, seen };
+}
+
+// As release.lua signs a handover: only it and the heir know the owner token.
+const handover = async (fence: string, owner = OWNER, ticket = TICKET) => `${ticket}:${fence}:${await sha1Hex(`${fence}:${owner}`)}`;
+const busy = { busyForMs: 5_000, position: 0 };
 
 describe("a push waiter's messages", () => {
-  function waiterHearing(...messages: string[]) {
-    const subscriber: WakeSubscriber = {
-      on(type, listener) {
-        if (type === "subscribe") queueMicrotask(() => listener({}));
-        if (type === "message") setTimeout(() => messages.forEach((message) => listener({ message })), 5);
-      },
-      unsubscribe: async () => undefined,
-    };
-    const unused = () => Promise.reject(new Error("no script runs in these tests"));
-    const redis: RedisClient = { evalsha: unused, eval: unused, subscribe: () => subscriber };
-    return pushWaiter(redis, "c", "T", OWNER);
-  }
-  // As release.lua signs a handover: only it and the heir know the owner token.
-  const handover = async (fence: string, owner = OWNER) => `${fence}:${await sha1Hex(`${fence}:${owner}`)}`;
-  const busy = { busyForMs: 5_000, position: 0 };
   const heard = async (...messages: string[]) => {
-    const waiter = waiterHearing(...messages);
-    await waiter.pause(0, busy, 1_000); // opens the stream
+    const waiter = pushWaiter(wakeChannel(fakeClient({ messages }).redis, () => undefined), TICKET, OWNER);
+    await waiter.pause(0, busy, 1_000); // opens the stream, and returns to attempt once it is live
     const started = performance.now();
     const fence = await waiter.pause(1, busy, 1_000);
+    waiter.close();
     return { fence, woke: performance.now() - started < 500 };
   };
 
-  it("takes the fence from a handover on its channel", async () => {
+  it("takes the fence from a handover addressed to its ticket", async () => {
     expect(await heard(await handover("42"))).toEqual({ fence: 42, woke: true });
   });
 
-  it("ignores malformed fences, and handovers not signed for its owner", async () => {
+  it("ignores malformed fences, handovers not signed for its owner, and other waiters' handovers", async () => {
     const malformed = await Promise.all(["4.5", "-3", "9007199254740993", "", "042"].map((fence) => handover(fence)));
-    const forged = ["42", `42:${"0".repeat(40)}`, await handover("42", "b".repeat(32)), `${await handover("42")}x`];
-    expect(await heard(...malformed, ...forged, "x")).toEqual({ fence: undefined, woke: false });
+    const forged = [`${TICKET}:42`, `${TICKET}:42:${"0".repeat(40)}`, await handover("42", "b".repeat(32)), `${await handover("42")}x`];
+    const elsewhere = [await handover("42", OWNER, "8".repeat(32)), (await handover("42")).slice(33)];
+    expect(await heard(...malformed, ...forged, ...elsewhere, "x")).toEqual({ fence: undefined, woke: false });
   });
 });
 
-describe("a push waiter's stream", () => {
+describe("a lock set's stream", () => {
   afterEach(() => void vi.useRealTimers());
 
-  it("is opened afresh every minute, so one that died without a word costs at most that", async () => {
+  it("is one for all the lock set's waiters, on the channel named by the id their tickets carry", async () => {
+    const { redis, seen } = fakeClient();
+    const channel = wakeChannel(redis, () => undefined);
+    const waiters = ["1", "2", "3"].map((digit) => pushWaiter(channel, digit.repeat(32), OWNER));
+    await Promise.all(waiters.map((waiter, tries) => waiter.pause(tries, busy, 50)));
+    expect(seen.subscribed).toBe(1);
+    expect([...seen.channels]).toEqual([`fencelock.${channel.id}`]);
+    expect(channel.id).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it("is opened afresh every minute beside the old one, and closed 2 s after its last waiter leaves", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
-    const seen = { subscribed: 0, unsubscribed: 0 };
-    const subscriber: WakeSubscriber = {
-      on(type, listener) {
-        if (type === "subscribe") queueMicrotask(() => listener({}));
-      },
-      unsubscribe: async () => void (seen.unsubscribed += 1),
-    };
-    const unused = () => Promise.reject(new Error("no script runs in this test"));
-    const redis: RedisClient = { evalsha: unused, eval: unused, subscribe: () => ((seen.subscribed += 1), subscriber) };
-    const waiter = pushWaiter(redis, "c", "T", OWNER);
-    const busy = { busyForMs: 10_000, position: 0 };
+    const { redis, seen } = fakeClient();
+    const waiter = pushWaiter(wakeChannel(redis, () => undefined), TICKET, OWNER);
     // A wait of 70 s: one pause a second, as a waiter with no message sleeps.
     for (let tries = 0; tries < 70; tries++) {
       const paused = waiter.pause(tries, busy, 600_000);
       await vi.advanceTimersByTimeAsync(1_000);
       await paused;
     }
-    expect(seen).toEqual({ subscribed: 2, unsubscribed: 1 });
-    const closed = waiter.close(); // a macrotask later, after the caller has its lease
-    await vi.advanceTimersByTimeAsync(0);
-    await closed;
-    expect(seen).toEqual({ subscribed: 2, unsubscribed: 2 });
+    // The old stream closed only once the new one confirmed: no message could fall between them.
+    expect([seen.subscribed, seen.unsubscribed]).toEqual([2, 1]);
+    waiter.close();
+    await vi.advanceTimersByTimeAsync(1_900);
+    expect(seen.unsubscribed).toBe(1); // kept for the next wait, which then needs no new connection
+    await vi.advanceTimersByTimeAsync(200);
+    expect(seen.unsubscribed).toBe(2);
+  });
+
+  it("that fails before it confirms: waits poll, the failure is reported once, and no stream is tried for a minute", async () => {
+    const { redis, seen } = fakeClient({ fail: true });
+    const warnings: string[] = [];
+    const channel = wakeChannel(redis, (message) => warnings.push(message));
+    const waiter = pushWaiter(channel, TICKET, OWNER);
+    for (let tries = 0; tries < 4; tries++) await waiter.pause(tries, busy, 60);
+    expect(seen.subscribed).toBe(1);
+    expect(channel.keepOpen()).toBe(false);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("no streaming here");
   });
 });

@@ -23,7 +23,8 @@ async function queue(prefix: string, ticket: string, { queueMs = 2_000 } = {}) {
   const [held] = await script(prefix, scripts.acquire, [OWNER, ticket, "10000", "70000", String(queueMs)]);
   expect(held).toBe(0);
 }
-const pushTicket = (id: string) => `${id.padStart(32, "0")}.${OWNER}.10000.70000`;
+/** A push waiter's ticket: its request id, owner, lease, fence key TTL and lock set id. */
+const pushTicket = (id: string) => `${id.padStart(32, "0")}.${OWNER}.10000.70000.${"c".repeat(32)}`;
 
 describe("release hands the lock to the push waiter first in line", () => {
   it("needs no request from the waiter: the release takes the lock for it", async () => {

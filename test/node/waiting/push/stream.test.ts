@@ -1,8 +1,7 @@
-// A push waiter's stream: a release wakes it with a handful of requests, on its own channel, and
-// only the heir hears the handover; the stream is closed after, and not opened for a free lock.
+// A lock set's stream: a release wakes a waiter with a handful of requests, every waiter of the lock
+// set shares it, only the heir hears the handover; it is closed once idle, and not opened for a free lock.
 import { describe, expect, it, vi } from "vitest";
 import { createLocks } from "../../../../src/index.ts";
-import { lockKeys } from "../../../../src/core/keys.ts";
 import { sleep } from "../../../../src/waiting/backoff.ts";
 import { counting, splittingEventStreams, withFetch } from "../../../support/fetch-wrappers.ts";
 import { heldLock } from "../../../support/lock-set.ts";
@@ -24,8 +23,8 @@ describe("push wake-ups", () => {
     // place, and the release, which hands the lock over (EVALSHA, and EVAL if its script is not
     // loaded yet): polling would make about ten in 1.5 s.
     expect(requests.n).toBeLessThanOrEqual(6);
-    // Closed just after the caller has its lease, so as not to delay the handover.
-    await vi.waitFor(() => expect(seen).toEqual({ subscribed: 1, unsubscribed: 1 }));
+    // Closed 2 s after its last waiter left: a wait soon after would find it open.
+    await vi.waitFor(() => expect(seen).toEqual({ subscribed: 1, unsubscribed: 1 }), { timeout: 5_000 });
     await lease.release();
   });
 
@@ -48,7 +47,7 @@ describe("push wake-ups", () => {
     await lease.release();
   });
 
-  it("closes the stream when the wait is aborted", async () => {
+  it("closes the stream once an aborted wait leaves it idle", async () => {
     const prefix = uniquePrefix("push-abort");
     const holder = await heldLock(prefix);
     const { client, seen } = observedRedis();
@@ -57,7 +56,7 @@ describe("push wake-ups", () => {
     await expect(
       createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push", signal: controller.signal }),
     ).rejects.toThrow("client went away");
-    await vi.waitFor(() => expect(seen).toEqual({ subscribed: 1, unsubscribed: 1 }));
+    await vi.waitFor(() => expect(seen).toEqual({ subscribed: 1, unsubscribed: 1 }), { timeout: 5_000 });
     await holder.release();
   });
 
@@ -68,19 +67,23 @@ describe("push wake-ups", () => {
     await lease.release();
   });
 
-  it("listens on a channel of its own, the one release.lua publishes its handover on, safe in a URL path", async () => {
+  it("is one stream for every wait of a lock set, whatever the names, on a channel safe in a URL path", async () => {
     const prefix = uniquePrefix("push-channel");
-    const name = "order:{42}/%7B ü,x?#";
-    const holder = await createLocks({ redis: upstash(), prefix }).acquire(name);
-    const { client, heard } = observedRedis();
-    const waiting = createLocks({ redis: client, prefix }).acquire(name, { waitMs: 5_000, wake: "push" });
-    await vi.waitFor(() => expect(heard.channels).toHaveLength(1));
-    const [sha1, ticket] = heard.channels[0]?.split(".") ?? [];
-    // release.lua's redis.sha1hex(lock key), then the waiter's ticket: 73 characters, whatever the name.
-    expect(sha1).toBe(await upstash().eval("return redis.sha1hex(KEYS[1])", [lockKeys(prefix, name).lock], []));
-    expect(ticket).toMatch(/^[0-9a-f]{32}$/);
-    await holder.release();
-    await (await waiting).release();
+    const names = ["order:{42}/%7B ü,x?#", "gate"];
+    const holders = await Promise.all(names.map((name) => createLocks({ redis: upstash(), prefix }).acquire(name)));
+    const { client, heard, seen } = observedRedis();
+    const locks = createLocks({ redis: client, prefix });
+    const waiting = names.map((name) => locks.acquire(name, { waitMs: 5_000 }));
+    await vi.waitFor(() => expect(heard.confirmations).toBe(1));
+    for (const holder of holders) await holder.release();
+    for (const lease of await Promise.all(waiting)) await lease.release();
+    // And the next wait, soon after, finds it open.
+    const holder = await createLocks({ redis: upstash(), prefix }).acquire("gate");
+    setTimeout(() => void holder.release(), 200);
+    await (await locks.acquire("gate", { waitMs: 5_000 })).release();
+    expect(seen.subscribed).toBe(1);
+    expect(heard.messages).toBe(3);
+    expect(heard.channels[0]).toMatch(/^fencelock\.[0-9a-f]{32}$/);
   });
 
   it("sends a handover down the heir's stream only, however many wait", async () => {

@@ -1,0 +1,151 @@
+// One SUBSCRIBE stream per lock set, shared by all its push waiters: release.lua addresses each
+// handover to the heir's lock set (the channel) and ticket (in the message).
+import { newToken, sha1Hex } from "../core/keys.ts";
+import type { RedisClient, WakeSubscriber } from "../core/client.ts";
+
+/** A stream older than this is replaced: one can die without a word (fetch drops a body idle for 5 minutes, Upstash sends no keep-alives). */
+const REFRESH_MS = 60_000;
+/** After a stream failed before it confirmed, waits poll this long before another is tried. */
+const COOLDOWN_MS = 60_000;
+/**
+ * How long a stream outlives its last waiter, so that the next wait finds it open: a new stream
+ * costs a new connection. Zero on Workers, where nothing may outlive the request.
+ */
+const IDLE_MS = globalThis.navigator?.userAgent === "Cloudflare-Workers" ? 0 : 2_000;
+
+/** One waiter's place on the channel. */
+export interface Member {
+  readonly owner: string;
+  /** The fence of a handover to this waiter, until it takes it. */
+  fence?: number;
+  /** The channel's epoch when this waiter's last attempt was sent while a stream was live; -1 if none was. */
+  epoch: number;
+  /** Cut a sleep short when something changes for this waiter. */
+  readonly wakers: Set<() => void>;
+}
+
+export interface WakeChannel {
+  /** This lock set's id, which a push ticket carries so that release.lua publishes to `fencelock.<id>`. */
+  readonly id: string;
+  /** Counts up whenever the stream may have missed a message: a member from an older epoch looks again. */
+  readonly epoch: number;
+  readonly live: boolean;
+  /** Registers a waiter before its first attempt, so a handover right after that attempt reaches it. */
+  join(ticket: string, owner: string): Member;
+  leave(ticket: string): void;
+  /** Opens a stream if none is open or on the way, or a fresh one beside an old one; false when waits must poll. */
+  keepOpen(): boolean;
+}
+
+interface Stream {
+  readonly subscriber: WakeSubscriber;
+  readonly openedAt: number;
+}
+
+export function wakeChannel(redis: RedisClient, warn: (message: string) => void): WakeChannel {
+  const id = newToken();
+  const members = new Map<string, Member>();
+  let live: Stream | undefined;
+  let pending: Stream | undefined;
+  let epoch = 0;
+  let failedAt = -Infinity;
+  let idleTimer: ReturnType<typeof setTimeout> | undefined;
+  const wakeAll = () => members.forEach((member) => member.wakers.forEach((wake) => wake()));
+
+  function open(): void {
+    const subscriber = subscribeTo(redis, `fencelock.${id}`, warn);
+    if (!subscriber) return void (failedAt = performance.now());
+    const stream = { subscriber, openedAt: performance.now() };
+    pending = stream;
+    subscriber.on("subscribe", () => confirmed(stream));
+    subscriber.on("error", (event) => failed(stream, event));
+    subscriber.on("message", (event) => void deliver(members, event));
+  }
+
+  function confirmed(stream: Stream): void {
+    if (stream !== pending) return;
+    // The old stream stayed open until now, so no message fell between the two.
+    if (live) close(live);
+    [live, pending] = [stream, undefined];
+    wakeAll();
+  }
+
+  function failed(stream: Stream, event: unknown): void {
+    if (stream === pending) {
+      pending = undefined;
+      failedAt = performance.now();
+      warn(`push wake-ups are unavailable (the SUBSCRIBE stream failed: ${String(event)}); waits poll for ${COOLDOWN_MS / 1000} s`);
+    } else if (stream === live) {
+      live = undefined;
+      epoch++;
+    }
+    close(stream);
+    wakeAll();
+  }
+
+  function closeWhenIdle(): void {
+    if (members.size > 0) return;
+    if (live) close(live);
+    if (pending) close(pending);
+    [live, pending] = [undefined, undefined];
+    epoch++;
+  }
+
+  return {
+    id,
+    get epoch() {
+      return epoch;
+    },
+    get live() {
+      return live !== undefined;
+    },
+    join(ticket, owner) {
+      clearTimeout(idleTimer);
+      const member = { owner, epoch: live ? epoch : -1, wakers: new Set<() => void>() };
+      members.set(ticket, member);
+      return member;
+    },
+    leave(ticket) {
+      members.delete(ticket);
+      if (members.size === 0) idleTimer = setTimeout(closeWhenIdle, IDLE_MS);
+    },
+    keepOpen() {
+      const now = performance.now();
+      if (pending) return true;
+      if (live && now - live.openedAt < REFRESH_MS) return true;
+      if (!live && now - failedAt < COOLDOWN_MS) return false;
+      open();
+      return live !== undefined || pending !== undefined;
+    },
+  };
+}
+
+function close(stream: Stream): void {
+  stream.subscriber.unsubscribe().catch(() => undefined);
+}
+
+/** The client's subscriber for `channel`; undefined, said once, where it cannot subscribe. */
+function subscribeTo(redis: RedisClient, channel: string, warn: (message: string) => void): WakeSubscriber | undefined {
+  try {
+    if (redis.subscribe) return redis.subscribe(channel);
+    warn("push wake-ups are unavailable: this Redis client has no subscribe(); waits poll. Pass wake: \"poll\" to say so");
+  } catch (error) {
+    warn(`push wake-ups are unavailable (subscribe() threw: ${String(error)}); waits poll`);
+  }
+  return undefined;
+}
+
+/**
+ * Hands a message 'ticket:fence:digest' to its member if release.lua signed it for that member's
+ * owner: only it and the waiter know the owner token, so one who may publish but not read keys cannot forge it.
+ */
+async function deliver(members: Map<string, Member>, event: unknown): Promise<void> {
+  // Any event reads safely so: a field of a primitive is undefined.
+  const message = String((event as { message?: unknown } | null | undefined)?.message);
+  const [, ticket = "", fence, digest] = /^([0-9a-f]{32}):([1-9]\d{0,15}):([0-9a-f]{40})$/.exec(message) ?? [];
+  const member = members.get(ticket);
+  if (!member || !fence || !Number.isSafeInteger(+fence)) return;
+  if (digest !== (await sha1Hex(`${fence}:${member.owner}`))) return;
+  member.fence = +fence;
+  member.wakers.forEach((wake) => wake());
+}
