@@ -7,7 +7,7 @@
 export interface RedisClient {
   evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
-  /** Only for `wake: "push"`: SUBSCRIBE as @upstash/redis serves it, over server-sent events. */
+  /** For push wake-ups (without it, waits poll): SUBSCRIBE as @upstash/redis serves it, over server-sent events. */
   subscribe?(channel: string): WakeSubscriber;
 }
 

@@ -1,6 +1,6 @@
 // A push wait when the stream lets it down (confirmed late, messages lost, never confirmed, no
 // subscribe at all) or no message will come: it still gets the lock, soon after it is free.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createLocks, type RedisClient } from "../../../../src/index.ts";
 import { scriptSha1 } from "../../../../src/redis/run-script.ts";
 import * as scripts from "../../../../src/redis/scripts.gen.ts";
@@ -58,7 +58,7 @@ describe("push wake-ups", () => {
     await lease.release();
   });
 
-  it("polls with backoff, not at once, when the client cannot subscribe", async () => {
+  it("polls with backoff, not at once, when the client cannot subscribe, and the lock set says so once", async () => {
     const prefix = uniquePrefix("push-nostream");
     const holder = await heldLock(prefix);
     const real = upstash();
@@ -68,10 +68,50 @@ describe("push wake-ups", () => {
       evalsha: (sha, keys, args) => (sentAt.push(performance.now()), real.evalsha(sha, keys, args)),
       eval: (script, keys, args) => real.eval(script, keys, args),
     };
-    setTimeout(() => void holder.release(), 500);
-    const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push" });
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    try {
+      const locks = createLocks({ redis: client, prefix });
+      setTimeout(() => void holder.release(), 500);
+      await (await locks.acquire("gate", { waitMs: 8_000 })).release();
+      expect((sentAt[1] ?? 0) - (sentAt[0] ?? 0)).toBeGreaterThanOrEqual(40); // the shortest backoff is 50 ms
+      const again = await heldLock(prefix);
+      setTimeout(() => void again.release(), 200);
+      await (await locks.acquire("gate", { waitMs: 8_000 })).release();
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(String(warn.mock.calls[0]?.[0])).toContain('no subscribe(); waits poll. Pass wake: "poll"');
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it("opens a new stream when the lock set's stream fails mid-wait, and looks again, so no release is missed", async () => {
+    const prefix = uniquePrefix("push-died");
+    const holder = await heldLock(prefix);
+    const real = upstash();
+    const streams: { fail: () => void }[] = [];
+    let attempts = 0;
+    const client: RedisClient = {
+      evalsha: (sha, keys, args) => (attempts++, real.evalsha(sha, keys, args)),
+      eval: (script, keys, args) => real.eval(script, keys, args),
+      subscribe(channel) {
+        const subscriber = real.subscribe(channel);
+        const onError: ((event: unknown) => void)[] = [];
+        // As a dropped connection ends it: the stream goes, and its listeners hear an error.
+        streams.push({ fail: () => void subscriber.unsubscribe().then(() => onError.forEach((listener) => listener(new Error("connection reset")))) });
+        return { on: (type, listener) => (type === "error" ? onError.push(listener) : subscriber.on(type, listener)), unsubscribe: () => subscriber.unsubscribe() };
+      },
+    };
+    const waiting = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000 });
+    await until(async () => streams.length === 1 && attempts === 2, 5_000); // listening, and looked once more
+    streams[0]?.fail();
+    // A look at once, a new stream, and a look once it confirmed.
+    await until(async () => streams.length === 2 && attempts === 4, 5_000);
+    await holder.release();
+    const lease = await waiting;
+    // Handed over through the new stream: no look of its own found it.
+    expect(attempts).toBe(4);
+    expect(lease.fence).toBeGreaterThan(holder.fence);
     await lease.release();
-    expect((sentAt[1] ?? 0) - (sentAt[0] ?? 0)).toBeGreaterThanOrEqual(40); // the shortest backoff is 50 ms
   });
 
   it("gets a lock that expires without a release", async () => {
