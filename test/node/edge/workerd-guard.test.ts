@@ -115,7 +115,7 @@ describe("lockGuard in workerd", () => {
 });
 
 describe("push wake-ups in workerd", () => {
-  it('lockGuard({ wake: "push" }) is handed the lock on a server-sent-events stream, with no attempt after the release', async () => {
+  it("lockGuard, by default, is handed the lock on a server-sent-events stream, with no attempt after the release", async () => {
     const holder = post("/jobs/d1?holdMs=600");
     await new Promise((resolve) => setTimeout(resolve, 150));
     const pushed = await post("/push/d1");
@@ -126,6 +126,19 @@ describe("push wake-ups in workerd", () => {
     // The first attempt and the one after the stream confirmed; the next would be a second later.
     expect(p.attempts).toBe(2);
     expect(p.state).toMatchObject({ held: true, fence: p.fence, holds: 1 });
+  });
+
+  it("hands the lock to each of two requests that wait in turn through one lock set, each on a stream of its own", async () => {
+    for (const round of [1, 2]) {
+      const holder = post("/jobs/d2?holdMs=600");
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const waited = (await (await post("/shared/d2")).json()) as { fence: number; attempts: number; streams: number };
+      const h = (await (await holder).json()) as { fence: number };
+      expect(waited.fence, `round ${round}`).toBeGreaterThan(h.fence);
+      // Not the first request's stream: nothing may outlive a request on Workers.
+      expect(waited.streams, `round ${round}`).toBe(1);
+      expect(waited.attempts, `round ${round}`).toBe(2);
+    }
   });
 });
 

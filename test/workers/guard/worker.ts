@@ -45,16 +45,16 @@ app.post("/jobs/:id/heartbeat", guard(), async (c) => {
   await lease.heartbeat();
   return c.json({ remainingMs: lease.remainingMs(), aborted: lease.signal.aborted });
 });
-// A guarded route whose waiters listen on SUBSCRIBE over server-sent events: the holder's release
-// hands the lock to the one first in line. Its acquire attempts are counted to show that none
-// follows the release.
+// A guarded route whose waiters listen on SUBSCRIBE over server-sent events (the default): the
+// holder's release hands the lock to the one first in line. Its acquire attempts are counted to
+// show that none follows the release.
 const acquireSha1 = scriptSha1(scripts.acquire);
-function countingLocks(env: Env, attempts: { n: number }): Locks {
+function countingLocks(env: Env, attempts: { n: number }, streams = { n: 0 }): Locks {
   const redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN, enableTelemetry: false });
   const counted: RedisClient = {
     evalsha: async (sha, keys, args) => ((attempts.n += sha === (await acquireSha1) ? 1 : 0), redis.evalsha(sha, keys, args)),
     eval: (text, keys, args) => redis.eval(text, keys, args),
-    subscribe: (channel) => redis.subscribe(channel),
+    subscribe: (channel) => ((streams.n += 1), redis.subscribe(channel)),
   };
   return createLocks({ redis: counted, prefix: env.PREFIX, leaseMs: 5_000 });
 }
@@ -68,7 +68,6 @@ app.post(
     },
     name: (c) => `job:${c.req.param("id")}`,
     waitMs: 5_000,
-    wake: "push",
   }),
   async (c) => {
     const { fence } = c.get("lease");
@@ -76,6 +75,17 @@ app.post(
     return c.json({ fence, attempts: c.get("attempts").n, state });
   },
 );
+// One lock set for every request of this isolate, as an app that builds it once would have: each
+// request's wait must get a stream of its own, as a stream cannot serve another request.
+const shared: { locks?: Locks; attempts: { n: number }; streams: { n: number } } = { attempts: { n: 0 }, streams: { n: 0 } };
+app.post("/shared/:id", async (c) => {
+  shared.locks ??= countingLocks(c.env, shared.attempts, shared.streams);
+  const [attemptsBefore, streamsBefore] = [shared.attempts.n, shared.streams.n];
+  const lease = await shared.locks.acquire(`job:${c.req.param("id")}`, { waitMs: 5_000 });
+  const [attempts, streams] = [shared.attempts.n - attemptsBefore, shared.streams.n - streamsBefore];
+  await lease.release();
+  return c.json({ fence: lease.fence, attempts, streams });
+});
 app.get("/reports/:id", guard(), (c) => c.text(`report ${c.get("lease").fence}`));
 // A proxy of a compressed upstream, guarded and not: the body must come out whole either way.
 app.get("/gzip", (c) => fetch(c.env.GZIP_URL));
