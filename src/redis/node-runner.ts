@@ -1,7 +1,7 @@
 // Lock scripts on one Redis: the keys of a lock name, typed integer replies, owners kept out of errors.
 import type { LockState } from "../core/backend.ts";
 import type { RedisClient } from "../core/client.ts";
-import { lockKeys } from "../core/keys.ts";
+import { lockKeyList } from "../core/keys.ts";
 import { integers, runScript, type Integers } from "./run-script.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
@@ -21,7 +21,7 @@ export type Run = (script: LuaScript, name: string, args: (string | number)[], o
 export function nodeRunner({ redis, prefix, timeoutMs }: NodeConfig): Run {
   return async (script, name, args, owner, fence) =>
     integers(
-      await runScript(redis, script, Object.values(lockKeys(prefix, name, fence)), args, { timeoutMs, secrets: [owner] }),
+      await runScript(redis, script, lockKeyList(prefix, name, fence), args, { timeoutMs, secrets: [owner] }),
       script,
     );
 }
