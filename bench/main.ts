@@ -1,17 +1,18 @@
 // npm run bench: fencelock side by side with @upstash/lock, a raw SET NX floor, redlock and
-// redis-semaphore, against one local Redis and the local Upstash-compatible server; then quorum
-// mode over 3 and 5 nodes (section 5).
+// redis-semaphore, against one local Redis and the local Upstash-compatible server; the HTTP
+// libraries again through a delay proxy at realistic round trips (section 6); then quorum mode
+// over 3 and 5 nodes (section 5).
 // BENCH_QUICK=1 shortens every cell (for checking the harness, not for numbers).
 // `npm run bench -- --only quorum` (or BENCH_ONLY=quorum) runs section 5 alone and writes only
-// bench/results/quorum.{md,json}, leaving latest.* as the last full run left them.
+// bench/results/quorum.{md,json}, leaving latest.* as the last full run left them; `--only latency`
+// runs section 6 alone and only prints it.
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { fencelockLibrary } from "./adapters/fencelock.ts";
-import { probePush, type PushAvailability } from "./adapters/push-probe.ts";
+import { probePush } from "./adapters/push-probe.ts";
 import { rawFloorLibrary } from "./adapters/raw-floor.ts";
 import { redisSemaphoreLibrary } from "./adapters/redis-semaphore.ts";
 import { redlockLibrary } from "./adapters/redlock.ts";
-import type { Library } from "./adapters/types.ts";
 import { upstashLockLibrary } from "./adapters/upstash-lock.ts";
 import { RedisStats } from "./harness/commandstats.ts";
 import { installFetchCounter } from "./harness/requests.ts";
@@ -19,10 +20,11 @@ import { startServerProcess, type Endpoint } from "./harness/server.ts";
 import { now, progress } from "./harness/timing.ts";
 import { handoffChart } from "./report/chart.ts";
 import { environment } from "./report/env.ts";
-import { renderMarkdown } from "./report/markdown.ts";
+import { renderLatencyAlone, renderMarkdown } from "./report/markdown.ts";
 import { renderQuorumMarkdown } from "./report/quorum.ts";
 import type { BenchResults } from "./report/results.ts";
-import { runHandoff, type Unavailable } from "./scenarios/handoff.ts";
+import { runHandoff } from "./scenarios/handoff.ts";
+import { runLatency, type LibraryAt } from "./scenarios/latency.ts";
 import { runQuorum, type QuorumPlan, type QuorumResults } from "./scenarios/quorum.ts";
 import { runRequestFloor } from "./scenarios/request-floor.ts";
 import { runScaling } from "./scenarios/scaling.ts";
@@ -36,6 +38,12 @@ const plans: BenchResults["plans"] = {
   handoff: { clients: 8, durationMs: quick ? 1_500 : 8_000, rounds: quick ? 1 : 2, holdMs: 5 },
   scaling: { cellMs: quick ? 500 : 2_000, names: quick ? [1, 100, 1_000] : [1, 100, 10_000], namesClients: 16, contenders: [1, 8, 64], holdMs: 5 },
   requestFloor: { samples: quick ? 10 : 300, pauseMs: 5 },
+  // 3 RTTs × 3 cells × 3 libraries × 4 rounds of 0.75 s, plus each cell's warm-up and what the
+  // waiters of @upstash/lock (no AbortSignal) finish after it: about 3 minutes in all.
+  latency: {
+    rttsMs: quick ? [0, 20] : [0, 5, 20], rounds: quick ? 2 : 4, cellMs: quick ? 300 : 750, warmHoldMs: 50, holdMs: 5,
+    handoffClients: 8, manyContenders: quick ? 16 : 64, pingsPerRound: quick ? 5 : 25, pauseMs: 5,
+  },
 };
 const quorumPlan: QuorumPlan = {
   nodeCounts: [3, 5],
@@ -57,22 +65,25 @@ const HANDOFF_WARM_MS = 500;
  * fair anyway, but the absolute ops/s were not.
  */
 const UNCONTENDED_WARM = { durationMs: quick ? 200 : 2_000, rounds: 2, perCallSamples: 1 };
+/** Section 6: the HTTP libraries that wait, each made for the delay proxy's endpoint. */
+const latencyLibraries: LibraryAt[] = [(at) => fencelockLibrary(at, "default"), (at) => fencelockLibrary(at, "poll"), upstashLockLibrary];
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
 
 async function measure(endpoint: Endpoint, stats: RedisStats, started: number): Promise<BenchResults> {
   const push = await probePush(endpoint);
-  progress(push.available ? "push wake-ups: available" : `push wake-ups: NOT available (${push.reason})`);
-  const poll = fencelockLibrary(endpoint, "poll");
-  const pushLibrary = fencelockLibrary(endpoint, "push");
+  progress(push.available ? "push wake-ups: available" : `push wake-ups: NOT available (${push.reason}); fencelock (default) may poll`);
+  // wake: "push" is left out: with push available it waits as the default does.
+  const ours = fencelockLibrary(endpoint, "default");
+  const fencelocks = [ours, fencelockLibrary(endpoint, "poll")];
   const upstash = upstashLockLibrary(endpoint);
+  const floor = rawFloorLibrary(endpoint);
   const tcp = [redlockLibrary(endpoint), redisSemaphoreLibrary(endpoint)];
-  const pushEntry: Library | Unavailable = push.available ? pushLibrary : { library: pushLibrary, note: push.reason };
-  const uncontendedLibraries = [poll, upstash, rawFloorLibrary(endpoint), ...tcp];
+  const uncontendedLibraries = [ours, upstash, floor, ...tcp];
   progress("uncontended: an untimed warm-up pass");
   await runUncontended(uncontendedLibraries, { ...plans.uncontended, ...UNCONTENDED_WARM }, stats);
   const uncontended = await runUncontended(uncontendedLibraries, plans.uncontended, stats);
   await stats.flush();
-  const contenders = [pushEntry, poll, upstash, ...tcp];
+  const contenders = [...fencelocks, upstash, ...tcp];
   // Untimed: the first contended run in a process was 1.5-2x slower than the same library's
   // later runs (JIT, the server's subscribe path), and push always came first in 2a.
   progress(`handoff: an untimed warm-up of ${HANDOFF_WARM_MS} ms per library`);
@@ -84,13 +95,13 @@ async function measure(endpoint: Endpoint, stats: RedisStats, started: number): 
   await stats.flush();
   progress(`request floor: ${plans.requestFloor.samples} PINGs after a ${plans.requestFloor.pauseMs} ms pause, each followed by one more`);
   const requestFloor = await runRequestFloor(endpoint, plans.requestFloor);
-  const fencelocks = push.available ? [pushLibrary, poll] : [poll];
-  const scaling = await runScaling(fencelocks, [...fencelocks, upstash, ...tcp], plans.scaling, stats);
+  const scaling = await runScaling(fencelocks, contenders, plans.scaling, stats);
+  await stats.flush();
+  const latency = await runLatency(latencyLibraries, endpoint, plans.latency, stats);
   const size = await runSize();
-  const libraries = [pushLibrary, poll, upstash, rawFloorLibrary(endpoint), ...tcp]
-    .map(({ id, label, transport, settings }) => ({ id, label, transport, settings }));
+  const libraries = [...fencelocks, upstash, floor, ...tcp].map(({ id, label, transport, settings }) => ({ id, label, transport, settings }));
   return {
-    environment: { ...environment(await stats.version()), commit: loadedFrom }, plans, libraries, push, uncontended, handoff, requestFloor, scaling, size,
+    environment: { ...environment(await stats.version()), commit: loadedFrom }, plans, libraries, push, uncontended, handoff, requestFloor, scaling, size, latency,
     runSeconds: Math.round((now() - started) / 100) / 10,
   };
 }
@@ -101,13 +112,13 @@ async function write(name: string, text: string): Promise<void> {
   await rename(`${path}.tmp`, path);
 }
 
-/** `--only quorum`, `--only=quorum` or BENCH_ONLY=quorum: section 5 alone. */
-function onlySection(): "quorum" | undefined {
+/** `--only quorum`, `--only=quorum` or BENCH_ONLY=quorum: section 5 alone; `latency`: section 6 alone. */
+function onlySection(): "quorum" | "latency" | undefined {
   const args = process.argv.slice(2);
   const at = args.indexOf("--only");
   const value = at >= 0 ? args[at + 1] : args.find((a) => a.startsWith("--only="))?.slice("--only=".length) ?? process.env.BENCH_ONLY;
   if (value === undefined || value === "") return undefined;
-  if (value !== "quorum") throw new Error(`--only: only "quorum" runs alone (got "${value}")`);
+  if (value !== "quorum" && value !== "latency") throw new Error(`--only: only "quorum" or "latency" runs alone (got "${value}")`);
   return value;
 }
 
@@ -131,6 +142,20 @@ async function report(results: BenchResults): Promise<void> {
   process.stdout.write(markdown);
 }
 
+/** Section 6 and its targets, printed; nothing written, so latest.* stays as the last full run left it. */
+async function latencyAlone(): Promise<void> {
+  const server = await startServerProcess();
+  const stats = new RedisStats(server.redisUrl);
+  try {
+    const latency = await runLatency(latencyLibraries, server, plans.latency, stats);
+    process.stdout.write(renderLatencyAlone(latency, { ...environment(await stats.version()), commit: loadedFrom }));
+    progress(`done in ${latency.seconds} s; nothing written`);
+  } finally {
+    await stats.close();
+    await server.close();
+  }
+}
+
 async function main(): Promise<void> {
   const started = now();
   const restoreFetch = installFetchCounter();
@@ -141,6 +166,7 @@ async function main(): Promise<void> {
       progress(`done in ${quorum.seconds} s; wrote bench/results/quorum.{json,md} (latest.* untouched)`);
       return;
     }
+    if (only === "latency") return await latencyAlone();
     const server = await startServerProcess();
     const stats = new RedisStats(server.redisUrl);
     let results: BenchResults;

@@ -1,10 +1,14 @@
+import type { LatencyResults } from "../scenarios/latency.ts";
+import type { Environment } from "./env.ts";
 import { check } from "./format.ts";
 import type { BenchResults } from "./results.ts";
 import {
   environmentSection, handoffSection, scalingSection, settingsSection, sizeSection, uncontendedSection,
 } from "./sections.ts";
+import { latencySection } from "./latency.ts";
 import { quorumSection } from "./quorum.ts";
 import { evaluateTargets } from "./targets.ts";
+import { connectionsTarget, latencyTargets } from "./targets-latency.ts";
 
 /** The whole report: printed by `npm run bench` and written to bench/results/latest.md. */
 export function renderMarkdown(results: BenchResults): string {
@@ -17,6 +21,8 @@ export function renderMarkdown(results: BenchResults): string {
     method(results),
     "",
     `## 1. Uncontended acquire + release (${uncontended.rounds} rounds per cell. 16 clients: each library runs alone, ${uncontended.durationMs / 1000} s in all, in a new random order each round. Sequential: ${uncontended.durationMs / 1000} s × libraries in all, in turns of one cycle per library in random order, so each library's time is what its cycles took)`,
+    "",
+    "fencelock runs with default options here (no `wake`, the row fencelock (default)): an uncontended acquire never waits, so how it would wait does not come into it.",
     "",
     uncontendedSection(results.uncontended),
     "",
@@ -31,11 +37,15 @@ export function renderMarkdown(results: BenchResults): string {
     sizeSection(results.size),
     "",
     ...(results.quorum ? ["## 5. Quorum mode (issue 25): fencelock over N = 3 and 5 nodes, fencelock on one node, redlock over TCP", "", quorumSection(results.quorum), ""] : []),
+    `## 6. Realistic latency (issue 26): the HTTP libraries through a delay proxy at RTT ${results.plans.latency.rttsMs.join(", ")} ms, new connections charged 2 RTT`,
+    "",
+    latencySection(results.latency),
+    "",
     "## Settings of each library",
     "",
     settingsSection(results),
     "",
-    "## Targets (issue 5), as measured in this run",
+    "## Targets (issue 26), as measured in this run (sections 1 and 6 judged on their round-by-round middle half, section 2 on all its rounds)",
     "",
     evaluateTargets(results).map((t) => `${check(t.met)} ${t.text} — ${t.detail}`).join("\n"),
     "",
@@ -44,7 +54,7 @@ export function renderMarkdown(results: BenchResults): string {
 
 function handoffPart(results: BenchResults): string {
   const { handoff } = results.plans;
-  const pushNote = results.push.available ? "" : `\n\n> fencelock push was not measured: ${results.push.reason}`;
+  const pushNote = results.push.available ? "" : `\n\n> Push wake-ups were not available, so fencelock (default) may have polled: ${results.push.reason}`;
   return [
     `## 2. Contended handoff (${handoff.clients} clients, one name, hold ${handoff.holdMs} ms, ${handoff.durationMs / 1000} s per library and table, in ${handoff.rounds} round${handoff.rounds === 1 ? "" : "s"} of random order, with a GC before each run)`,
     "",
@@ -80,6 +90,23 @@ function method(results: BenchResults): string {
     "cycles per library, each command the client sent (named at the transport) at its mean execution time from",
     "`INFO commandstats`; a script's time includes the commands it calls. Network, parsing and the HTTP server are not in it.",
     "Throughput times are performance.now() in the one benchmark process.",
-    `Push wake-ups available: ${results.push.available ? "yes" : "no"}.`,
+    `Push wake-ups available (a \`wake: "push"\` acquire and an SSE round trip through the local server): ${results.push.available ? "yes" : "no"}.`,
+    "fencelock (default) passes no `wake` option; fencelock (poll) passes `wake: \"poll\"`.",
+  ].join("\n");
+}
+
+/** `npm run bench -- --only latency`: section 6 and the targets judged on it. */
+export function renderLatencyAlone(latency: LatencyResults, env: Environment): string {
+  return [
+    "# fencelock benchmark: realistic latency (section 6 alone)",
+    "",
+    `- Date: ${env.date}; commit ${env.commit}; section ${latency.seconds} s; Node ${env.node}, Redis ${env.redis}`,
+    "",
+    latencySection(latency),
+    "",
+    "## Targets judged on this section",
+    "",
+    [...latencyTargets(latency), connectionsTarget(latency)].map((t) => `${check(t.met)} ${t.text} — ${t.detail}`).join("\n"),
+    "",
   ].join("\n");
 }

@@ -2,6 +2,7 @@ import type { PushAvailability } from "../adapters/push-probe.ts";
 import type { Transport } from "../adapters/types.ts";
 import type { Measured } from "../../scripts/size.ts";
 import type { HandoffPlan, HandoffRow } from "../scenarios/handoff.ts";
+import type { LatencyPlan, LatencyResults } from "../scenarios/latency.ts";
 import type { QuorumResults } from "../scenarios/quorum.ts";
 import type { RequestFloor, RequestFloorPlan } from "../scenarios/request-floor.ts";
 import type { ScalingCell, ScalingPlan } from "../scenarios/scaling.ts";
@@ -18,7 +19,7 @@ export interface LibraryInfo {
 /** Everything one run measured: written as bench/results/latest.json. */
 export interface BenchResults {
   environment: Environment;
-  plans: { uncontended: UncontendedPlan; handoff: HandoffPlan; scaling: ScalingPlan; requestFloor: RequestFloorPlan };
+  plans: { uncontended: UncontendedPlan; handoff: HandoffPlan; scaling: ScalingPlan; requestFloor: RequestFloorPlan; latency: LatencyPlan };
   libraries: LibraryInfo[];
   push: PushAvailability;
   uncontended: UncontendedRow[];
@@ -32,6 +33,8 @@ export interface BenchResults {
   requestFloor: RequestFloor;
   scaling: ScalingCell[];
   size: Measured[];
+  /** Section 6, realistic latency (issue 26): the HTTP libraries through a delay proxy. */
+  latency: LatencyResults;
   /** Section 5, quorum mode (issue 25): also in quorum.json. */
   quorum?: QuorumResults;
   runSeconds: number;

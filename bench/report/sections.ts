@@ -59,7 +59,7 @@ const headlineP50 = (r: Measured5 | undefined, headline: Headline) => (headline 
 
 export function handoffSection(rows: HandoffRow[], headline: Headline): string {
   const measured = rows.filter((r): r is Measured5 => r.available);
-  const reference = measured.find((r) => r.id === "fencelock-push") ?? measured.find((r) => r.id === "fencelock-poll");
+  const reference = measured.find((r) => r.id === "fencelock-default") ?? measured.find((r) => r.id === "fencelock-poll");
   const ref = reference?.label ?? "fencelock";
   const headers = ["library", "critical sections/s", "gap to next holder p50 · p99 ms", "gap to a waiter p50 · p99 ms", "handed to a waiter",
     `${headline === "next" ? "next-holder" : "waiter"} p50: ${ref} ÷ this`, `sections/s: ${ref} ÷ this`, "waiting requests / s (mean · max)",
