@@ -5,11 +5,10 @@ import type { Library, LockAdapter } from "../../../bench/adapters/types.ts";
 import type { RedisStats } from "../../../bench/harness/commandstats.ts";
 import { summarize } from "../../../bench/harness/stats.ts";
 import { sleep } from "../../../bench/harness/timing.ts";
-import type { BenchResults } from "../../../bench/report/results.ts";
 import { p99 } from "../../../bench/report/format.ts";
-import { evaluateTargets } from "../../../bench/report/targets.ts";
+import { latencyTargets } from "../../../bench/report/targets-latency.ts";
 import { runContention } from "../../../bench/scenarios/contention.ts";
-import type { HandoffRow } from "../../../bench/scenarios/handoff.ts";
+import type { LatencyResults } from "../../../bench/scenarios/latency.ts";
 import { throughputMetrics } from "../../../bench/scenarios/metrics.ts";
 import { runScaling } from "../../../bench/scenarios/scaling.ts";
 
@@ -65,19 +64,24 @@ describe("scaling over distinct names", () => {
 });
 
 describe("target check", () => {
-  // A push row with no handoff to a waiter has p50 NaN, and `NaN <= 5` is false.
-  it("reports a push p50 that could not be measured as not measured, not as missed", () => {
-    const row = (id: string, gaps: number[]) =>
-      ({ id, label: id, available: true, toWaiterGapMs: summarize(gaps), toWaiterGaps: gaps, gapMs: summarize(gaps), gaps }) as unknown as HandoffRow;
+  // A cell with no handoff to a waiter has p50 NaN, and `NaN <= 1.5` is false.
+  it("reports a handoff p50 that could not be measured as not measured, not as missed", () => {
+    const round = (handoffP50Ms: number) => ({
+      sectionsPerSec: 30, handoffP50Ms, waitingRequestsPerSec: { mean: 1, max: 2 }, starvation: 1.5, connections: 0, acquires: 100, overlaps: 0,
+    });
+    const ping = { pauseMs: 5, afterPauseMs: summarize([20]), backToBackMs: summarize([20]) };
+    const row = (id: string, p50: number) => ({ cell: "2b" as const, clients: 8, id, label: id, rounds: [round(p50), round(p50)] });
     const results = {
-      plans: { handoff: { clients: 8, durationMs: 8_000, rounds: 2, holdMs: 5 } },
-      push: { available: true },
-      uncontended: [],
-      handoff: { immediate: [], toWaiter: [row("fencelock-push", []), row("upstash-lock", [10, 12, 14])] },
-      requestFloor: { pauseMs: 5, afterPauseMs: summarize([2]), backToBackMs: summarize([1]) },
-    } as unknown as BenchResults;
-    const targets = evaluateTargets(results).filter((t) => t.text.startsWith("Push handoff"));
-    expect(targets.map((t) => t.met)).toEqual([null, null]);
+      plan: { rttsMs: [20], rounds: 2, cellMs: 750, warmHoldMs: 50, holdMs: 5, handoffClients: 8, manyContenders: 64, pingsPerRound: 25, pauseMs: 5 },
+      rtts: [{ rttMs: 20, pings: [ping, ping], rows: [row("fencelock-default", Number.NaN), row("upstash-lock", 40)] }],
+      seconds: 1,
+    } satisfies LatencyResults;
+    const [, , handoff] = latencyTargets(results);
+    expect(handoff?.text).toContain("PING");
+    expect(handoff?.met).toBeNull();
+    // And one that was measured is judged.
+    results.rtts[0]!.rows[0] = row("fencelock-default", 25);
+    expect(latencyTargets(results)[2]?.met).toBe(true);
   });
 });
 
