@@ -29,7 +29,7 @@ export function latencySection(results: LatencyResults): string {
   ]), 1);
   const rows = results.rtts.flatMap((at) => at.rows.map((row) => rowCells(at, row)));
   const headers = ["RTT", "cell", "library", "sections/s", "÷ @upstash/lock", "handoff to a waiter p50 ms", "÷ PING p50",
-    "waiting requests / s per waiter (mean · busiest)", "longest ÷ mean wait", "new connections per acquire"];
+    "waiting requests / s per waiter (mean · busiest)", "longest ÷ mean wait", "most overtaken in one wait", "new connections per acquire"];
   const overlaps = results.rtts.flatMap((at) => at.rows.flatMap((row) => {
     const n = row.rounds.reduce((sum, r) => sum + r.overlaps, 0);
     return n > 0 ? [`${row.label} at ${at.rttMs} ms, ${row.cell}: ${n}`] : [];
@@ -59,6 +59,7 @@ function rowCells(at: LatencyAtRtt, row: LatencyRow): string[] {
     middle(versusPing(at, row), 2, "×"),
     `${num(perRound(row, (r) => r.waitingRequestsPerSec.mean).mean)} · ${num(perRound(row, (r) => r.waitingRequestsPerSec.max).mean)}`,
     `${num(perRound(row, (r) => r.starvation).mean)}×`,
+    String(Math.max(...row.rounds.map((r) => r.mostOvertaken))),
     middle(perRound(row, connectionsPerAcquire), 3),
   ];
 }

@@ -65,6 +65,8 @@ function handoffPart(results: BenchResults): string {
     "Waits count up to the window's end only: libraries that take no AbortSignal (@upstash/lock; redlock between its",
     "batches) go on waiting after it, and their requests in such a wait are counted in proportion. Each round is a window",
     `of its own, so no wait lasts longer than a round (${handoff.durationMs / handoff.rounds / 1000} s), and longest ÷ mean is at most that ÷ the mean wait.`,
+    "\"Most overtaken\": the most clients that called `acquire()` after a waiter and held the lock before it, in any one wait",
+    "(0 in a strict line, however long the line; calls that cross on their way to Redis count too).",
     "",
     "### 2a. The releaser competes again at once",
     "",

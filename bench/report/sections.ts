@@ -63,7 +63,7 @@ export function handoffSection(rows: HandoffRow[], headline: Headline): string {
   const ref = reference?.label ?? "fencelock";
   const headers = ["library", "critical sections/s", "gap to next holder p50 · p99 ms", "gap to a waiter p50 · p99 ms", "handed to a waiter",
     `${headline === "next" ? "next-holder" : "waiter"} p50: ${ref} ÷ this`, `sections/s: ${ref} ÷ this`, "waiting requests / s (mean · max)",
-    "mean wait ms", "longest wait ms", "longest ÷ mean", "sections per client and round", "retry windows run out"];
+    "mean wait ms", "longest wait ms", "longest ÷ mean", "most overtaken in one wait", "sections per client and round", "retry windows run out"];
   const body = rows.map((r) => (r.available ? handoffRow(r, reference, headline) : [r.label, `not available: ${r.note}`, ...headers.slice(2).map(() => "")]));
   const overlaps = measured.filter((r) => r.overlaps > 0).map((r) => `${r.label}: ${r.overlaps}`);
   const exclusion = overlaps.length === 0
@@ -79,7 +79,7 @@ function handoffRow(r: Measured5, reference: Measured5 | undefined, headline: He
     `${num(r.changedHands * 100, 0)} %`,
     ratio(headlineP50(reference, headline), headlineP50(r, headline)), ratio(reference?.sectionsPerSec, r.sectionsPerSec),
     `${num(r.requestsPerWaiterPerSec.mean)} · ${num(r.requestsPerWaiterPerSec.max)}`,
-    num(r.waitMs.mean), num(r.waitMs.max), `${num(r.starvation)}×`,
+    num(r.waitMs.mean), num(r.waitMs.max), `${num(r.starvation)}×`, String(r.mostOvertaken),
     `${r.sectionsPerClient.min}–${r.sectionsPerClient.max}`, String(r.exhausted),
   ];
 }

@@ -77,7 +77,8 @@ function fairnessTarget(results: BenchResults): Target {
   const row = handoff(results.handoff.toWaiter, DEFAULT_ID);
   const text = "Fairness kept: in 2b, longest ÷ mean wait at most 3× (default options)";
   if (!row) return { text, met: null, detail: "no default fencelock row in 2b" };
-  return starvationTarget(results, text, 3, [{ run: "2b", row }]);
+  const target = starvationTarget(results, text, 3, [{ run: "2b", row }]);
+  return { ...target, detail: `${target.detail}; most overtaken in one wait: ${row.mostOvertaken}` };
 }
 
 /** Poll targets must hold in both runs (2a and 2b). */

@@ -26,6 +26,8 @@ export interface LatencyRound {
   waitingRequestsPerSec: { mean: number; max: number };
   /** Longest single wait ÷ mean wait. */
   starvation: number;
+  /** The most later callers that held the lock during one wait (see WaitMetrics). */
+  mostOvertaken: number;
   /** Connections the proxy accepted during the timed stretch, and the acquires in it. */
   connections: number;
   acquires: number;
@@ -121,6 +123,7 @@ function figures(run: ContentionRun, connections: number): LatencyRound {
     handoffP50Ms: gaps.toWaiterGapMs.p50,
     waitingRequestsPerSec: waits.requestsPerWaiterPerSec,
     starvation: waits.starvation,
+    mostOvertaken: waits.mostOvertaken,
     connections,
     acquires: run.sections.length,
     overlaps: gaps.overlaps,

@@ -17,6 +17,11 @@ export interface WaitMetrics {
   allRequestsPerAcquireSec: { mean: number; max: number };
   /** Fewest and most critical sections any one client got in one run (round). */
   sectionsPerClient: { min: number; max: number };
+  /**
+   * The most clients that called acquire() after a waiter and held the lock before it, in any one
+   * wait: 0 in a strict line, whatever the wait's length. Calls that cross on the way to Redis count too.
+   */
+  mostOvertaken: number;
 }
 
 export interface ThroughputMetrics {
@@ -88,7 +93,16 @@ export function waitMetrics(runs: readonly ContentionRun[]): WaitMetrics {
     requestsPerWaiterPerSec: spread(rate(true)),
     allRequestsPerAcquireSec: spread(rate(false)),
     sectionsPerClient: { min: Math.min(...counts), max: Math.max(...counts) },
+    mostOvertaken: Math.max(0, ...runs.map(mostOvertaken)),
   };
+}
+
+/** The most sections, in one run, that began after a wait and were acquired before it ended. */
+function mostOvertaken(run: ContentionRun): number {
+  const sections = inWindow(run);
+  const waits = [...run.sections.map((s) => ({ client: s.client, start: s.waitStart, end: s.acquiredAt })),
+    ...run.censored.map((c) => ({ client: c.client, start: c.waitStart, end: c.abortedAt }))];
+  return Math.max(0, ...waits.map((w) => sections.filter((s) => s.client !== w.client && s.waitStart > w.start && s.acquiredAt < w.end).length));
 }
 
 type Wait = ReturnType<typeof waitInWindow>;

@@ -7,9 +7,9 @@ import { summarize } from "../../../bench/harness/stats.ts";
 import { sleep } from "../../../bench/harness/timing.ts";
 import { p99 } from "../../../bench/report/format.ts";
 import { latencyTargets } from "../../../bench/report/targets-latency.ts";
-import { runContention } from "../../../bench/scenarios/contention.ts";
+import { runContention, type ContentionRun } from "../../../bench/scenarios/contention.ts";
 import type { LatencyResults } from "../../../bench/scenarios/latency.ts";
-import { throughputMetrics } from "../../../bench/scenarios/metrics.ts";
+import { throughputMetrics, waitMetrics } from "../../../bench/scenarios/metrics.ts";
 import { runScaling } from "../../../bench/scenarios/scaling.ts";
 
 /** A lock that takes ~1 ms to acquire and never contends (each test keeps its clients apart). */
@@ -67,7 +67,7 @@ describe("target check", () => {
   // A cell with no handoff to a waiter has p50 NaN, and `NaN <= 1.5` is false.
   it("reports a handoff p50 that could not be measured as not measured, not as missed", () => {
     const round = (handoffP50Ms: number) => ({
-      sectionsPerSec: 30, handoffP50Ms, waitingRequestsPerSec: { mean: 1, max: 2 }, starvation: 1.5, connections: 0, acquires: 100, overlaps: 0,
+      sectionsPerSec: 30, handoffP50Ms, waitingRequestsPerSec: { mean: 1, max: 2 }, starvation: 1.5, mostOvertaken: 0, connections: 0, acquires: 100, overlaps: 0,
     });
     const ping = { pauseMs: 5, afterPauseMs: summarize([20]), backToBackMs: summarize([20]) };
     const row = (id: string, p50: number) => ({ cell: "2b" as const, clients: 8, id, label: id, rounds: [round(p50), round(p50)] });
@@ -82,6 +82,19 @@ describe("target check", () => {
     // And one that was measured is judged.
     results.rtts[0]!.rows[0] = row("fencelock-default", 25);
     expect(latencyTargets(results)[2]?.met).toBe(true);
+  });
+});
+
+describe("fairness", () => {
+  it("counts the later callers that held the lock during one wait: 0 for a strict line, however long the wait", () => {
+    const section = (client: number, waitStart: number, acquiredAt: number) =>
+      ({ client, waitStart, acquiredAt, releaseStart: acquiredAt + 5, releasedAt: acquiredAt + 6, requests: 1, releaseRequests: 1 });
+    const run = (sections: ReturnType<typeof section>[]) =>
+      ({ plan: { clients: 3, durationMs: 100, rejoin: "after-handoff", holdMs: 5 }, start: 0, end: 100, sections, censored: [], exhausted: 0, streams: 0, commands: {} }) as unknown as ContentionRun;
+    // In line: client 2 called last and waited longest.
+    expect(waitMetrics([run([section(0, 0, 1), section(1, 2, 10), section(2, 3, 20)])]).mostOvertaken).toBe(0);
+    // Client 0 called first, and both later callers held it before it did.
+    expect(waitMetrics([run([section(1, 2, 10), section(2, 3, 20), section(0, 0, 30)])]).mostOvertaken).toBe(2);
   });
 });
 
