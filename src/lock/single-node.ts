@@ -1,7 +1,7 @@
 // The Redis side of a lock set on one Redis: each call one script.
 import { driftMs, type BusyAttempt, type Grant, type LockBackend } from "../core/backend.ts";
 import { nodeRunner, stateOf, type NodeConfig, type Run } from "../redis/node-runner.ts";
-import { RETRY_WINDOW_MS, unexpectedReply } from "../redis/run-script.ts";
+import { RETRY_WINDOW_MS, unexpectedReply, type Integers } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
 
 /** A lock set's Redis side on one Redis, with a fair queue. */
@@ -15,20 +15,27 @@ export function singleNode(config: NodeConfig): LockBackend {
       const [extended, ttl] = await run(scripts.heartbeat, lease.name, args, lease.owner);
       return extended === 1 ? ttl : null;
     },
-    async release(lease, requestId) {
+    release(lease, requestId) {
       const args = [lease.owner, lease.fence, requestId, RETRY_WINDOW_MS];
-      const [released] = await run(scripts.release, lease.name, args, lease.owner, lease.fence);
-      return released === 1 ? "released" : "expired";
+      return run(scripts.release, lease.name, args, lease.owner, lease.fence)
+        .then(([released]) => (released === 1 ? "released" : "expired"));
     },
     inspect: async (name) => stateOf(await run(scripts.inspect, name, [], "")),
   };
 }
 
-/** One attempt on one node: the grant, or what the busy lock looked like. */
-async function attemptOn(run: Run, name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Grant | BusyAttempt> {
+/**
+ * One attempt on one node: the grant, or what the busy lock looked like. `then`, not `await`, on
+ * the uncontended path: see runScript.
+ */
+function attemptOn(run: Run, name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Grant | BusyAttempt> {
   const sentAt = performance.now();
   const args = [owner, ticket, leaseMs, leaseMs + RETRY_WINDOW_MS, queueMs];
-  const reply = await run(scripts.acquire, name, args, owner);
+  return run(scripts.acquire, name, args, owner).then((reply) => outcomeOf(reply, sentAt, leaseMs));
+}
+
+/** acquire.lua's reply, read. */
+function outcomeOf(reply: Integers, sentAt: number, leaseMs: number): Grant | BusyAttempt {
   if (reply[0] !== 1) {
     const [, ttlMs, position, newestFence] = reply; // {0, ttlMs, position, newest}
     return { busyForMs: Math.max(0, ttlMs), clockBehindMs: Math.max(0, -ttlMs), position, newestFence };
