@@ -9,7 +9,7 @@ const script = fileURLToPath(new URL("../../../bench/overhead.ts", import.meta.u
 describe("npm run bench:overhead", () => {
   it("runs every variant and prints its table (BENCH_QUICK=1: a few rounds)", async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [script], { env: { ...process.env, BENCH_QUICK: "1" } });
-    for (const variant of ["fencelock", "its scripts alone", "@upstash/lock"]) {
+    for (const variant of ["fencelock", "its scripts alone", "raw floor", "@upstash/lock"]) {
       expect(stdout).toMatch(new RegExp(`^\\| ${variant} \\| [0-9.]+ \\|`, "m"));
     }
   });
