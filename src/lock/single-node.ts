@@ -1,14 +1,15 @@
 // The Redis side of a lock set on one Redis: each call one script.
 import { driftMs, type BusyAttempt, type Grant, type LockBackend } from "../core/backend.ts";
-import { nodeRunner, stateOf, type NodeConfig, type Run } from "../redis/node-runner.ts";
+import { nodeReader, nodeRunner, stateOf, type NodeConfig, type RunAndRead } from "../redis/node-runner.ts";
 import { RETRY_WINDOW_MS, unexpectedReply, type Integers } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
 
 /** A lock set's Redis side on one Redis, with a fair queue. */
 export function singleNode(config: NodeConfig): LockBackend {
   const run = nodeRunner(config);
+  const runAndRead = nodeReader(config);
   return {
-    attempt: (name, owner, ticket, leaseMs, queueMs) => attemptOn(run, name, owner, ticket, leaseMs, queueMs),
+    attempt: (name, owner, ticket, leaseMs, queueMs) => attemptOn(runAndRead, name, owner, ticket, leaseMs, queueMs),
     leave: (name, ticket) => run(scripts.leave, name, [ticket], ""),
     async heartbeat(lease, leaseMs) {
       const args = [lease.owner, lease.fence, leaseMs, leaseMs + RETRY_WINDOW_MS];
@@ -17,21 +18,17 @@ export function singleNode(config: NodeConfig): LockBackend {
     },
     release(lease, requestId) {
       const args = [lease.owner, lease.fence, requestId, RETRY_WINDOW_MS];
-      return run(scripts.release, lease.name, args, lease.owner, lease.fence)
-        .then(([released]) => (released === 1 ? "released" : "expired"));
+      return runAndRead(scripts.release, lease.name, args, lease.owner, lease.fence, ([released]) => (released === 1 ? "released" : "expired"));
     },
     inspect: async (name) => stateOf(await run(scripts.inspect, name, [], "")),
   };
 }
 
-/**
- * One attempt on one node: the grant, or what the busy lock looked like. `then`, not `await`, on
- * the uncontended path: see runScript.
- */
-function attemptOn(run: Run, name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Grant | BusyAttempt> {
+/** One attempt on one node: the grant, or what the busy lock looked like. Not async: see runScript. */
+function attemptOn(runAndRead: RunAndRead, name: string, owner: string, ticket: string, leaseMs: number, queueMs: number): Promise<Grant | BusyAttempt> {
   const sentAt = performance.now();
   const args = [owner, ticket, leaseMs, leaseMs + RETRY_WINDOW_MS, queueMs];
-  return run(scripts.acquire, name, args, owner).then((reply) => outcomeOf(reply, sentAt, leaseMs));
+  return runAndRead(scripts.acquire, name, args, owner, undefined, (reply) => outcomeOf(reply, sentAt, leaseMs));
 }
 
 /** acquire.lua's reply, read. */

@@ -57,31 +57,31 @@ export function runScript(
     // The client's own retries go on in the background after the timeout; their late result is
     // ignored, and a lease they might create lapses by its TTL.
     const timer = setTimeout(() => fail(new RequestTimeout()), timeoutMs);
-    send(redis, script, keys, args).then((reply) => {
+    const answered = (reply: unknown) => {
       clearTimeout(timer);
       // Our scripts answer flat arrays of integers and strings.
       if (Array.isArray(reply) && reply.every((v) => typeof v === "number" || typeof v === "string")) resolve(reply);
       else reject(unexpectedReply(script));
-    }, (error: unknown) => {
-      clearTimeout(timer);
-      fail(error);
-    });
+    };
+    const failed = (error: unknown) => (clearTimeout(timer), fail(error));
+    const evalOnNoScript = (error: unknown) =>
+      messageOf(error).includes("NOSCRIPT") ? send(() => redis.eval(script.text, keys, args), answered, failed) : failed(error);
+    send(() => {
+      const sha1 = scriptSha1(script);
+      return typeof sha1 == "string" ? redis.evalsha(sha1, keys, args) : sha1.then((hex) => redis.evalsha(hex, keys, args));
+    }, answered, evalOnNoScript);
   });
 }
 
-/** EVALSHA, then EVAL if the server answers NOSCRIPT; a client that throws at once fails as one that rejects. */
-function send(redis: RedisClient, script: LuaScript, keys: string[], args: string[]): Promise<unknown> {
-  const fallBack = (error: unknown) => {
-    if (!messageOf(error).includes("NOSCRIPT")) throw error;
-    return redis.eval(script.text, keys, args);
-  };
+/** Sends a request and hands on its outcome; a client that throws at once fails as one that rejects. */
+function send(request: () => unknown, answered: (reply: unknown) => void, failed: (error: unknown) => void): void {
+  let sent: unknown;
   try {
-    const sha1 = scriptSha1(script);
-    const sent = typeof sha1 == "string" ? redis.evalsha(sha1, keys, args) : sha1.then((hex) => redis.evalsha(hex, keys, args));
-    return Promise.resolve(sent).catch(fallBack);
+    sent = request();
   } catch (error) {
-    return new Promise((resolve) => resolve(fallBack(error)));
+    return failed(error);
   }
+  Promise.resolve(sent).then(answered, failed);
 }
 
 /**
