@@ -74,7 +74,7 @@ export function wakeChannel(redis: RedisClient, warn: (message: string) => void)
     if (stream === pending) {
       pending = undefined;
       failedAt = performance.now();
-      warn(`push wake-ups are unavailable (the SUBSCRIBE stream failed: ${String(event)}); waits poll for ${COOLDOWN_MS / 1000} s`);
+      warn(`a SUBSCRIBE stream for push wake-ups failed (${String(event)}); waits poll until one opens, tried again every ${COOLDOWN_MS / 1000} s`);
     } else if (stream === live) {
       live = undefined;
       epoch++;
@@ -111,9 +111,9 @@ export function wakeChannel(redis: RedisClient, warn: (message: string) => void)
     },
     keepOpen() {
       const now = performance.now();
-      if (pending) return true;
-      if (live && now - live.openedAt < REFRESH_MS) return true;
-      if (!live && now - failedAt < COOLDOWN_MS) return false;
+      if (pending || (live && now - live.openedAt < REFRESH_MS)) return true;
+      // After a failure no stream is tried for a while; an old one serves meanwhile.
+      if (now - failedAt < COOLDOWN_MS) return live !== undefined;
       open();
       return live !== undefined || pending !== undefined;
     },

@@ -12,7 +12,7 @@ const TICKET = "7".repeat(32);
 const unused = () => Promise.reject(new Error("no script runs in these tests"));
 
 /** A client whose streams confirm at once, and whose stream lifecycle is counted. */
-function fakeClient(behaviour: { messages?: string[]; fail?: boolean } = {}) {
+function fakeClient(behaviour: { messages?: string[]; fail?: boolean | ((stream: number) => boolean) } = {}) {
   const seen = { subscribed: 0, unsubscribed: 0, channels: new Set<string>() };
   const redis: RedisClient = {
     evalsha: unused,
@@ -20,10 +20,11 @@ function fakeClient(behaviour: { messages?: string[]; fail?: boolean } = {}) {
     subscribe(channel): WakeSubscriber {
       seen.subscribed += 1;
       seen.channels.add(channel);
+      const fails = typeof behaviour.fail == "function" ? behaviour.fail(seen.subscribed) : behaviour.fail;
       return {
         on(type, listener) {
-          if (type === "subscribe" && !behaviour.fail) queueMicrotask(() => listener({}));
-          if (type === "error" && behaviour.fail) queueMicrotask(() => listener(new Error("no streaming here")));
+          if (type === "subscribe" && !fails) queueMicrotask(() => listener({}));
+          if (type === "error" && fails) queueMicrotask(() => listener(new Error("no streaming here")));
           if (type === "message") setTimeout(() => behaviour.messages?.forEach((message) => listener({ message })), 5);
         },
         unsubscribe: async () => void (seen.unsubscribed += 1),
@@ -89,6 +90,22 @@ describe("a lock set's stream", () => {
     expect(seen.unsubscribed).toBe(1); // kept for the next wait, which then needs no new connection
     await vi.advanceTimersByTimeAsync(200);
     expect(seen.unsubscribed).toBe(2);
+  });
+
+  it("is kept when the minute's fresh one fails, and no other is tried for a minute", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const { redis, seen } = fakeClient({ fail: (stream) => stream === 2 });
+    const channel = wakeChannel(redis, () => undefined);
+    const waiter = pushWaiter(channel, TICKET, OWNER);
+    for (let tries = 0; tries < 90; tries++) {
+      const paused = waiter.pause(tries, busy, 600_000);
+      await vi.advanceTimersByTimeAsync(1_000);
+      await paused;
+    }
+    // The first stream and its failed refresh at 60 s; the next try comes a minute after that failure.
+    expect(seen.subscribed).toBe(2);
+    expect(channel.live).toBe(true);
+    waiter.close();
   });
 
   it("that fails before it confirms: waits poll, the failure is reported once, and no stream is tried for a minute", async () => {
