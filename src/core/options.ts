@@ -100,8 +100,8 @@ export const acquireOptionsSchema = z.strictObject({
   waitMs: z.optional(ms(0, 600_000)),
   ...attemptOptions,
   /**
-   * "poll" (default) backs off and looks again; "push" waits on a SUBSCRIBE stream, and the
-   * holder's release hands the lock straight to the first push waiter in line.
+   * "push" (default on one Redis) waits on the lock set's SUBSCRIBE stream, and the holder's release
+   * hands the lock straight to the first push waiter in line; "poll" backs off and looks again.
    */
   wake: z.optional(z.enum(["poll", "push"], 'expected "poll" or "push"')),
 }, "expected an options object");
