@@ -94,7 +94,6 @@ export function createLocks(options: LocksOptions): Locks {
   return { acquire, tryAcquire, withLock, resume, inspect };
 }
 
-
 /** `say`, the first time only: a lock set reports a degraded mode once, not on every wait. */
 function once(say: (message: string) => void): (message: string) => void {
   let said = false;

@@ -28,6 +28,7 @@ export function nodeRunner(config: NodeConfig): Run {
   return (script, name, args, owner, fence) => runAndRead(script, name, args, owner, fence, (reply) => reply);
 }
 
+/** Runs lock scripts on one Redis, each reply read by the caller's `read`. */
 export function nodeReader({ redis, prefix, timeoutMs }: NodeConfig): RunAndRead {
   return (script, name, args, owner, fence, read) =>
     runScript(redis, script, lockKeyList(prefix, name, fence), args, { timeoutMs, secrets: [owner] })
