@@ -107,7 +107,8 @@ export function wakeChannel(redis: RedisClient, warn: (message: string) => void)
     },
     leave(ticket) {
       members.delete(ticket);
-      if (members.size === 0) idleTimer = setTimeout(closeWhenIdle, IDLE_MS);
+      // Only with a stream to close: a timer per uncontended acquire would cost time, and keep a Node process alive 2 s.
+      if (members.size === 0 && (live || pending)) idleTimer = setTimeout(closeWhenIdle, IDLE_MS);
     },
     keepOpen() {
       const now = performance.now();

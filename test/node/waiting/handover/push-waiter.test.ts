@@ -108,6 +108,14 @@ describe("a lock set's stream", () => {
     waiter.close();
   });
 
+  it("leaves no timer behind a wait that never opened one, as an uncontended acquire's", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const { redis, seen } = fakeClient();
+    pushWaiter(wakeChannel(redis, () => undefined), TICKET, OWNER).close();
+    expect(vi.getTimerCount()).toBe(0);
+    expect(seen.subscribed).toBe(0);
+  });
+
   it("that fails before it confirms: waits poll, the failure is reported once, and no stream is tried for a minute", async () => {
     const { redis, seen } = fakeClient({ fail: true });
     const warnings: string[] = [];
