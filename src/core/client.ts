@@ -9,6 +9,11 @@ export interface RedisClient {
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
   /** For push wake-ups (without it, waits poll): SUBSCRIBE as @upstash/redis serves it, over server-sent events. */
   subscribe?(channel: string): WakeSubscriber;
+  /**
+   * Redis Cluster (Redis 7+): SSUBSCRIBE to a shard channel. With it, each lock's wake-ups travel
+   * on a channel in that lock's slot (SPUBLISH), instead of one channel that every node relays.
+   */
+  ssubscribe?(channel: string): WakeSubscriber;
 }
 
 /** The part of @upstash/redis's Subscriber that push wake-ups listen to. */

@@ -1,0 +1,68 @@
+// Push wake-ups over TCP: every stream a client's lock sets open is one channel on a single
+// subscriber connection, opened on first use and closed when the last stream closes.
+import type { WakeSubscriber } from "../core/client.ts";
+
+/** What the shared subscriber needs of a client's subscriber connection. */
+export interface SubscriberConnection {
+  /** Resolves once the server confirmed the subscription. */
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  onMessage(listener: (channel: string, message: string) => void): void;
+  /** The connection dropped: messages may have been lost, whatever it subscribes to again. */
+  onDrop(listener: (reason: string) => void): void;
+  close(): void;
+}
+
+type Listener = (event: unknown) => void;
+
+interface Stream {
+  readonly listeners: Map<string, Listener[]>;
+  emit(type: string, event: unknown): void;
+}
+
+/** A client's subscribe(): streams on one connection from `connect`, opened when the first is needed. */
+export function sharedSubscriber(connect: () => SubscriberConnection): (channel: string) => WakeSubscriber {
+  const streams = new Map<string, Set<Stream>>();
+  let connection: SubscriberConnection | undefined;
+
+  function connected(): SubscriberConnection {
+    if (connection) return connection;
+    const opened = connect();
+    opened.onMessage((channel, message) => streams.get(channel)?.forEach((stream) => stream.emit("message", { channel, message })));
+    // Every open stream may have missed a message: each reports it, and its lock set opens another.
+    opened.onDrop((reason) => {
+      if (opened !== connection) return;
+      streams.forEach((set) => set.forEach((stream) => stream.emit("error", new Error(`subscriber connection dropped: ${reason}`))));
+    });
+    return (connection = opened);
+  }
+
+  function closeStream(channel: string, stream: Stream): Promise<void> {
+    const set = streams.get(channel);
+    if (!set?.delete(stream) || set.size > 0) return Promise.resolve();
+    streams.delete(channel);
+    const open = connection;
+    if (!open) return Promise.resolve();
+    if (streams.size > 0) return open.unsubscribe(channel).then(() => undefined, () => undefined);
+    // The last stream gone, the connection goes too, so that it keeps no Node process alive.
+    connection = undefined;
+    open.close();
+    return Promise.resolve();
+  }
+
+  return function subscribe(channel: string): WakeSubscriber {
+    const listeners = new Map<string, Listener[]>();
+    const stream: Stream = { listeners, emit: (type, event) => listeners.get(type)?.forEach((listener) => listener(event)) };
+    const set = streams.get(channel) ?? new Set<Stream>();
+    streams.set(channel, set.add(stream));
+    // Confirmed per stream, after the caller has added its listeners.
+    connected().subscribe(channel).then(
+      () => set.has(stream) && stream.emit("subscribe", { channel }),
+      (error: unknown) => set.has(stream) && stream.emit("error", error),
+    );
+    return {
+      on: (type, listener) => void listeners.set(type, [...(listeners.get(type) ?? []), listener]),
+      unsubscribe: () => closeStream(channel, stream),
+    };
+  };
+}
