@@ -10,7 +10,7 @@
 --       handover after this attempt from one before it (which has lapsed).
 local lock, fenceKey, queue, alive = unpack(KEYS)
 local owner = ARGV[1]
--- The call's request id; a push waiter's adds '.owner.leaseMs.fenceTtlMs.lockSet' for release.lua.
+-- The call's request id; a push waiter's adds '.owner.leaseMs.fenceTtlMs.lockSet[.s]' for release.lua.
 local ticket = ARGV[2]
 local seen = 'q:' .. ticket
 local leaseMs = tonumber(ARGV[3])

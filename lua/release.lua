@@ -46,10 +46,10 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('ZREM', alive, unpack(gone))
     end
     -- A push waiter queues as 'ticket.owner.leaseMs.fenceTtlMs.lockSet' (the heir's, as acquire.lua
-    -- takes them, and its lock set's id); a polling one as its ticket alone, and finds the lock free
-    -- on its next look.
+    -- takes them, and its lock set's id), '.s' added where it listens on a shard channel; a polling
+    -- one as its ticket alone, and finds the lock free on its next look.
     local head = redis.call('ZRANGE', queue, 0, 0)[1] or ''
-    local ticket, heir, leaseMs, fenceTtlMs, lockSet = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)%.(%x+)$')
+    local ticket, heir, leaseMs, fenceTtlMs, lockSet, shard = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)%.(%x+)(%.?s?)$')
     local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
     local minted = math.max(last + 1, nowUs)
     -- As acquire.lua: never a fence over 1 s ahead of this clock. Only to a head still asking (the
@@ -64,9 +64,16 @@ if cur[1] == owner and cur[2] == fence then
       redis.call('PEXPIRE', fenceKey, fenceTtlMs)
       redis.call('ZREM', queue, head)
       redis.call('ZREM', alive, head)
-      -- On the channel of the heir's lock set, which its waiters share (src/waiting/wake-channel.ts),
-      -- addressed by ticket; the digest with the secret owner token proves the message came from here.
-      redis.call('PUBLISH', 'fencelock.' .. lockSet, ticket .. ':' .. newFence .. ':' .. redis.sha1hex(newFence .. ':' .. heir))
+      -- On the heir's channel (src/waiting/wake-channels.ts), addressed by ticket; the digest with
+      -- the secret owner token proves the message came from here.
+      local message = ticket .. ':' .. newFence .. ':' .. redis.sha1hex(newFence .. ':' .. heir)
+      if shard == '.s' then
+        -- Redis Cluster: the channel's hash tag is this lock's, so it is in this node's slot. pcall:
+        -- without SPUBLISH (Redis 6) the heir finds its lock on its next look, as on a lost message.
+        redis.pcall('SPUBLISH', 'fencelock.' .. lockSet .. ':' .. lock, message)
+      else
+        redis.call('PUBLISH', 'fencelock.' .. lockSet, message)
+      end
     end
   end
   return {1, 0}

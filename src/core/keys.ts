@@ -27,8 +27,33 @@ export function checkName(name: unknown, what = "lock name"): string {
  * hash tag, and distinct names apart.
  */
 export function nameTag(prefix: string, name: string): string {
-  // encodeURIComponent of these three is exactly %25, %7B and %7D.
-  return `${prefix}:{${name.replace(/[%{}]/g, encodeURIComponent)}}`;
+  return `${prefix}:{${escapeName(name)}}`;
+}
+
+// encodeURIComponent of these three is exactly %25, %7B and %7D.
+const escapeName = (name: string) => name.replace(/[%{}]/g, encodeURIComponent);
+
+/** Where the keys of a lock name begin, as a lock set places them. */
+export type KeyBase = (name: string) => string;
+
+/**
+ * A lock set's key base: `prefix:{name}`, or with `hashTag`, `prefix:{tag}:name`, which puts the
+ * lock in the Cluster slot of the caller's keys tagged `{tag}`. The name stays escaped, so names
+ * still cannot reach each other's keys; the tag goes in as it is, or the slot would change.
+ */
+export function keyBase(prefix: string, hashTag?: (name: string) => string): KeyBase {
+  if (!hashTag) return (name) => nameTag(prefix, name);
+  return (name) => `${prefix}:{${checkHashTag(hashTag(name), name)}}:${escapeName(name)}`;
+}
+
+function checkHashTag(tag: unknown, name: string): string {
+  // Redis's tag ends at the first "}", and an empty one hashes the whole key instead.
+  if (typeof tag !== "string" || !/^[^{}]{1,512}$/.test(tag) || !tag.isWellFormed()) {
+    throw new LockConfigError("hashTag", [
+      `for lock "${name}" it returned ${JSON.stringify(tag)}: expected 1-512 characters without { or }, such as "user:42" for keys tagged {user:42}`,
+    ]);
+  }
+  return tag;
 }
 
 export interface LockKeys {
@@ -41,20 +66,19 @@ export interface LockKeys {
   readonly released?: string;
 }
 
-/** A lock's keys by role; `released` only for a lease's fence. */
+/** A lock's keys by role (without hashTag); `released` only for a lease's fence. */
 export function lockKeys(prefix: string, name: string, fence?: number): LockKeys {
-  const [lock = "", fenceKey = "", queue = "", alive = "", released] = lockKeyList(prefix, name, fence);
+  const [lock = "", fenceKey = "", queue = "", alive = "", released] = lockKeyList(nameTag(prefix, name), fence);
   return { lock, fence: fenceKey, queue, alive, ...(released && { released }) };
 }
 
 /**
- * The same keys as a list, in the order the scripts take them as KEYS: what every script call
- * sends, built without the object and its Object.values copy.
+ * The keys of the lock whose keys begin with `base`, in the order the scripts take them as KEYS:
+ * what every script call sends, built without the object and its Object.values copy.
  */
-export function lockKeyList(prefix: string, name: string, fence?: number): string[] {
-  const tag = nameTag(prefix, name);
-  const keys = [`${tag}:lock`, `${tag}:fence`, `${tag}:queue`, `${tag}:alive`];
-  if (fence) keys.push(`${tag}:releases:${fence}`);
+export function lockKeyList(base: string, fence?: number): string[] {
+  const keys = [`${base}:lock`, `${base}:fence`, `${base}:queue`, `${base}:alive`];
+  if (fence) keys.push(`${base}:releases:${fence}`);
   return keys;
 }
 

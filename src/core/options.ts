@@ -49,6 +49,11 @@ export const locksOptionsSchema = z.strictObject({
   leaseMs: z._default(ms(100, 3_600_000), 10_000),
   /** How long acquire() waits for a busy lock (default 5 s). */
   waitMs: z._default(ms(0, 600_000), 5_000),
+  /**
+   * Redis Cluster: the hash tag of a lock's keys, to put the lock in the slot of your keys tagged
+   * `{tag}` (for a script of yours that reads both). Keys become `prefix:{tag}:name:…`; by default `prefix:{name}:…`.
+   */
+  hashTag: z.optional(z.custom<(name: string) => string>((v) => typeof v === "function", "expected a function from a lock name to its hash tag, such as (name) => name.split(\"/\")[0]")),
 }, "expected an options object");
 
 export const storeOptionsSchema = z.strictObject({

@@ -1,7 +1,7 @@
 // The loop behind acquire() and tryAcquire(): attempt, pause, retry, until the lock or the deadline.
 import { driftMs, type Busy, type BusyAttempt, type LockBackend } from "../core/backend.ts";
 import { ClockBehindError, LockConfigError, LockUnavailableError } from "../core/errors.ts";
-import { lockKeys, newToken } from "../core/keys.ts";
+import { newToken } from "../core/keys.ts";
 import type { AcquireOptions } from "../core/options.ts";
 import { Lease } from "./lease.ts";
 import { RETRY_WINDOW_MS } from "../redis/run-script.ts";
@@ -11,9 +11,8 @@ import type { WakeChannel } from "../waiting/wake-channel.ts";
 
 /** What the loop needs of its lock set's options. */
 export interface LoopConfig {
-  /** The stream push waiters share; undefined in quorum mode, which waits by backoff. */
-  readonly channel: WakeChannel | undefined;
-  readonly prefix: string;
+  /** The channel a lock's push waiters share; undefined in quorum mode, which waits by backoff. */
+  readonly channelFor: ((name: string) => WakeChannel) | undefined;
   readonly leaseMs: number;
 }
 
@@ -24,14 +23,14 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
     const owner = opts.owner ?? newToken();
     // One request id for every attempt, so one that landed unseen is not counted twice.
     const requestId = newToken();
-    const { channel } = config;
-    if (opts.wake === "push" && !channel) {
+    const { channelFor } = config;
+    if (opts.wake === "push" && !channelFor) {
       throw new LockConfigError("acquire options", ['wake: "push" needs one Redis; a quorum waits with jittered backoff, so leave wake out']);
     }
     // Push by default; a call that will not wait has nothing to be woken for.
-    const push = opts.wake !== "poll" && waitMs > 0 && channel;
+    const push = opts.wake !== "poll" && waitMs > 0 && channelFor?.(name);
     // A push waiter's ticket carries what release.lua needs to take the lock on its behalf, and where to say so.
-    const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}.${push.id}` : requestId;
+    const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}.${push.address}` : requestId;
     const waiter = push ? pushWaiter(push, requestId, owner) : pollWaiter;
     const deadline = performance.now() + waitMs;
     // Only a caller that will wait takes a place in line.

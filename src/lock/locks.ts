@@ -3,7 +3,7 @@ import { acquireLoop } from "./acquire-loop.ts";
 import type { HeldLease, LockState } from "../core/backend.ts";
 import { LockConfigError, LockTimeoutError } from "../core/errors.ts";
 import { checkFence } from "../core/fence.ts";
-import { checkName } from "../core/keys.ts";
+import { checkName, keyBase } from "../core/keys.ts";
 import { Lease } from "./lease.ts";
 import {
   acquireOptionsSchema, locksOptionsSchema, ownerToken, parseOptions, tryAcquireOptionsSchema,
@@ -11,7 +11,7 @@ import {
 } from "../core/options.ts";
 import { quorum } from "../quorum/quorum.ts";
 import { singleNode } from "./single-node.ts";
-import { wakeChannel } from "../waiting/wake-channel.ts";
+import { wakeChannels } from "../waiting/wake-channels.ts";
 
 export interface Locks {
   /** Waits up to `waitMs` for the lock; throws LockTimeoutError if it stays busy. */
@@ -44,15 +44,23 @@ export interface Locks {
  */
 export function createLocks(options: LocksOptions): Locks {
   const config = parseOptions(locksOptionsSchema, options, "createLocks options");
-  const { redis, prefix, timeoutMs } = config;
+  const { redis, timeoutMs } = config;
+  const keysOf = keyBase(config.prefix, config.hashTag);
   const backend = Array.isArray(redis)
-    ? quorum(redis.map((client) => ({ redis: client, prefix, timeoutMs })))
-    : singleNode({ redis, prefix, timeoutMs });
-  const channel = Array.isArray(redis) ? undefined : wakeChannel(redis, once((message) => console.warn(`fencelock: ${message}`)));
-  const acquireWithin = acquireLoop({ ...config, channel }, backend);
+    ? quorum(redis.map((client) => ({ redis: client, keyBase: keysOf, timeoutMs })))
+    : singleNode({ redis, keyBase: keysOf, timeoutMs });
+  const channels = Array.isArray(redis) ? undefined : wakeChannels(redis, once((message) => console.warn(`fencelock: ${message}`)));
+  const channelFor = channels && ((name: string) => channels(`${keysOf(name)}:lock`));
+  const acquireWithin = acquireLoop({ leaseMs: config.leaseMs, channelFor }, backend);
+
+  /** A usable lock name, whose hash tag (if the lock set has hashTag) is usable too. */
+  function checkLockName(name: string): string {
+    keysOf(checkName(name));
+    return name;
+  }
 
   async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {
-    checkName(name);
+    checkLockName(name);
     const opts = parseOptions(acquireOptionsSchema, options, "acquire options");
     const waitMs = opts.waitMs ?? config.waitMs;
     const outcome = await acquireWithin(name, opts, waitMs);
@@ -61,7 +69,7 @@ export function createLocks(options: LocksOptions): Locks {
   }
 
   async function tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null> {
-    checkName(name);
+    checkLockName(name);
     const outcome = await acquireWithin(name, parseOptions(tryAcquireOptionsSchema, options, "tryAcquire options"), 0);
     return outcome instanceof Lease ? outcome : null;
   }
@@ -82,13 +90,13 @@ export function createLocks(options: LocksOptions): Locks {
     const { name, owner, fence } = held ?? {};
     // The owner first: a lease passed as its JSON text, unparsed, is told it is no lease.
     parseOptions(ownerToken, owner, "lease to resume");
-    checkName(name);
+    checkLockName(name);
     checkFence(fence, "lease to resume");
     return new Lease({ name, owner, fence, leaseMs: config.leaseMs, validUntil: undefined }, backend);
   }
 
   async function inspect(name: string): Promise<LockState> {
-    return backend.inspect(checkName(name));
+    return backend.inspect(checkLockName(name));
   }
 
   return { acquire, tryAcquire, withLock, resume, inspect };

@@ -1,13 +1,13 @@
 // Lock scripts on one Redis: the keys of a lock name, typed integer replies, owners kept out of errors.
 import type { LockState } from "../core/backend.ts";
 import type { RedisClient } from "../core/client.ts";
-import { lockKeyList } from "../core/keys.ts";
+import { lockKeyList, type KeyBase } from "../core/keys.ts";
 import { integers, runScript, type Integers } from "./run-script.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
 export interface NodeConfig {
   readonly redis: RedisClient;
-  readonly prefix: string;
+  readonly keyBase: KeyBase;
   readonly timeoutMs: number;
 }
 
@@ -29,9 +29,9 @@ export function nodeRunner(config: NodeConfig): Run {
 }
 
 /** Runs lock scripts on one Redis, each reply read by the caller's `read`. */
-export function nodeReader({ redis, prefix, timeoutMs }: NodeConfig): RunAndRead {
+export function nodeReader({ redis, keyBase, timeoutMs }: NodeConfig): RunAndRead {
   return (script, name, args, owner, fence, read) =>
-    runScript(redis, script, lockKeyList(prefix, name, fence), args, { timeoutMs, secrets: [owner] })
+    runScript(redis, script, lockKeyList(keyBase(name), fence), args, { timeoutMs, secrets: [owner] })
       .then((reply) => read(integers(reply, script)));
 }
 

@@ -1,7 +1,7 @@
-// One SUBSCRIBE stream per lock set, shared by all its push waiters: release.lua addresses each
-// handover to the heir's lock set (the channel) and ticket (in the message).
-import { newToken, sha1Hex } from "../core/keys.ts";
-import type { RedisClient, WakeSubscriber } from "../core/client.ts";
+// One SUBSCRIBE stream per channel, shared by all its push waiters: release.lua addresses each
+// handover to the heir's channel (from its ticket) and ticket (in the message).
+import { sha1Hex } from "../core/keys.ts";
+import type { WakeSubscriber } from "../core/client.ts";
 
 /** A stream older than this is replaced: one can die without a word (fetch drops a body idle for 5 minutes, Upstash sends no keep-alives). */
 const REFRESH_MS = 60_000;
@@ -24,9 +24,19 @@ export interface Member {
   readonly wakers: Set<() => void>;
 }
 
+/** Where a channel's streams come from, and how release.lua finds it. */
+export interface ChannelSpec {
+  /** What a push ticket carries so that release.lua publishes here (see wake-channels.ts). */
+  readonly address: string;
+  /** A new stream on the channel; undefined where the client cannot open one. */
+  readonly open: () => WakeSubscriber | undefined;
+  /** Called once the channel has closed its streams with no waiter left. */
+  readonly onIdle?: () => void;
+}
+
 export interface WakeChannel {
-  /** This lock set's id, which a push ticket carries so that release.lua publishes to `fencelock.<id>`. */
-  readonly id: string;
+  /** What a push ticket carries so that release.lua publishes to this channel. */
+  readonly address: string;
   /** Counts up whenever the stream may have missed a message: a member from an older epoch looks again. */
   readonly epoch: number;
   readonly live: boolean;
@@ -42,8 +52,7 @@ interface Stream {
   readonly openedAt: number;
 }
 
-export function wakeChannel(redis: RedisClient, warn: (message: string) => void): WakeChannel {
-  const id = newToken();
+export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, warn: (message: string) => void): WakeChannel {
   const members = new Map<string, Member>();
   let live: Stream | undefined;
   let pending: Stream | undefined;
@@ -53,7 +62,7 @@ export function wakeChannel(redis: RedisClient, warn: (message: string) => void)
   const wakeAll = () => members.forEach((member) => member.wakers.forEach((wake) => wake()));
 
   function open(): void {
-    const subscriber = subscribeTo(redis, `fencelock.${id}`, warn);
+    const subscriber = openStream();
     if (!subscriber) return void (failedAt = performance.now());
     const stream = { subscriber, openedAt: performance.now() };
     pending = stream;
@@ -89,10 +98,11 @@ export function wakeChannel(redis: RedisClient, warn: (message: string) => void)
     if (pending) close(pending);
     [live, pending] = [undefined, undefined];
     epoch++;
+    onIdle?.();
   }
 
   return {
-    id,
+    address,
     get epoch() {
       return epoch;
     },
@@ -123,17 +133,6 @@ export function wakeChannel(redis: RedisClient, warn: (message: string) => void)
 
 function close(stream: Stream): void {
   stream.subscriber.unsubscribe().catch(() => undefined);
-}
-
-/** The client's subscriber for `channel`; undefined, said once, where it cannot subscribe. */
-function subscribeTo(redis: RedisClient, channel: string, warn: (message: string) => void): WakeSubscriber | undefined {
-  try {
-    if (redis.subscribe) return redis.subscribe(channel);
-    warn("push wake-ups are unavailable: this Redis client has no subscribe(); waits poll. Pass wake: \"poll\" to say so");
-  } catch (error) {
-    warn(`push wake-ups are unavailable (subscribe() threw: ${String(error)}); waits poll`);
-  }
-  return undefined;
 }
 
 /**

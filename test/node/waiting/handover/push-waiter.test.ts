@@ -5,7 +5,7 @@ import type { RedisClient } from "../../../../src/index.ts";
 import type { WakeSubscriber } from "../../../../src/core/client.ts";
 import { sha1Hex } from "../../../../src/core/keys.ts";
 import { pushWaiter } from "../../../../src/waiting/push.ts";
-import { wakeChannel } from "../../../../src/waiting/wake-channel.ts";
+import { wakeChannels } from "../../../../src/waiting/wake-channels.ts";
 
 const OWNER = "a".repeat(32);
 const TICKET = "7".repeat(32);
@@ -40,7 +40,7 @@ const busy = { busyForMs: 5_000, position: 0 };
 
 describe("a push waiter's messages", () => {
   const heard = async (...messages: string[]) => {
-    const waiter = pushWaiter(wakeChannel(fakeClient({ messages }).redis, () => undefined), TICKET, OWNER);
+    const waiter = pushWaiter(wakeChannels(fakeClient({ messages }).redis, () => undefined)("k"), TICKET, OWNER);
     await waiter.pause(0, busy, 1_000); // opens the stream, and returns to attempt once it is live
     const started = performance.now();
     const fence = await waiter.pause(1, busy, 1_000);
@@ -65,18 +65,18 @@ describe("a lock set's stream", () => {
 
   it("is one for all the lock set's waiters, on the channel named by the id their tickets carry", async () => {
     const { redis, seen } = fakeClient();
-    const channel = wakeChannel(redis, () => undefined);
+    const channel = wakeChannels(redis, () => undefined)("k");
     const waiters = ["1", "2", "3"].map((digit) => pushWaiter(channel, digit.repeat(32), OWNER));
     await Promise.all(waiters.map((waiter, tries) => waiter.pause(tries, busy, 50)));
     expect(seen.subscribed).toBe(1);
-    expect([...seen.channels]).toEqual([`fencelock.${channel.id}`]);
-    expect(channel.id).toMatch(/^[0-9a-f]{32}$/);
+    expect([...seen.channels]).toEqual([`fencelock.${channel.address}`]);
+    expect(channel.address).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it("is opened afresh every minute beside the old one, and closed 2 s after its last waiter leaves", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const { redis, seen } = fakeClient();
-    const waiter = pushWaiter(wakeChannel(redis, () => undefined), TICKET, OWNER);
+    const waiter = pushWaiter(wakeChannels(redis, () => undefined)("k"), TICKET, OWNER);
     // A wait of 70 s: one pause a second, as a waiter with no message sleeps.
     for (let tries = 0; tries < 70; tries++) {
       const paused = waiter.pause(tries, busy, 600_000);
@@ -95,7 +95,7 @@ describe("a lock set's stream", () => {
   it("is kept when the minute's fresh one fails, and no other is tried for a minute", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const { redis, seen } = fakeClient({ fail: (stream) => stream === 2 });
-    const channel = wakeChannel(redis, () => undefined);
+    const channel = wakeChannels(redis, () => undefined)("k");
     const waiter = pushWaiter(channel, TICKET, OWNER);
     for (let tries = 0; tries < 90; tries++) {
       const paused = waiter.pause(tries, busy, 600_000);
@@ -111,7 +111,7 @@ describe("a lock set's stream", () => {
   it("leaves no timer behind a wait that never opened one, as an uncontended acquire's", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const { redis, seen } = fakeClient();
-    pushWaiter(wakeChannel(redis, () => undefined), TICKET, OWNER).close();
+    pushWaiter(wakeChannels(redis, () => undefined)("k"), TICKET, OWNER).close();
     expect(vi.getTimerCount()).toBe(0);
     expect(seen.subscribed).toBe(0);
   });
@@ -119,7 +119,7 @@ describe("a lock set's stream", () => {
   it("that fails before it confirms: waits poll, the failure is reported once, and no stream is tried for a minute", async () => {
     const { redis, seen } = fakeClient({ fail: true });
     const warnings: string[] = [];
-    const channel = wakeChannel(redis, (message) => warnings.push(message));
+    const channel = wakeChannels(redis, (message) => warnings.push(message))("k");
     const waiter = pushWaiter(channel, TICKET, OWNER);
     for (let tries = 0; tries < 4; tries++) await waiter.pause(tries, busy, 60);
     expect(seen.subscribed).toBe(1);

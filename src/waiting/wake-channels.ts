@@ -1,0 +1,43 @@
+// Which channel a lock's push waiters listen on: one per lock set, or on a Cluster one per lock.
+import type { RedisClient, WakeSubscriber } from "../core/client.ts";
+import { newToken } from "../core/keys.ts";
+import { wakeChannel, type WakeChannel } from "./wake-channel.ts";
+
+/** The wake channel of the lock whose lock key is given. */
+export type ChannelFor = (lockKey: string) => WakeChannel;
+
+/**
+ * A lock set's wake channels. With `ssubscribe` (Redis Cluster), each lock waited on gets a shard
+ * channel in its own slot, so a handover travels to one node's subscribers instead of every node;
+ * otherwise one channel serves all the lock set's locks. release.lua reads which from the ticket.
+ */
+export function wakeChannels(redis: RedisClient, warn: (message: string) => void): ChannelFor {
+  const id = newToken();
+  if (!redis.ssubscribe) {
+    const shared = wakeChannel({ address: id, open: () => opened(() => redis.subscribe?.(`fencelock.${id}`), warn) }, warn);
+    return () => shared;
+  }
+  const perLock = new Map<string, WakeChannel>();
+  return (lockKey) => {
+    let channel = perLock.get(lockKey);
+    if (!channel) {
+      // The channel's hash tag is the lock key's, which puts it in the lock's slot.
+      const open = () => opened(() => redis.ssubscribe?.(`fencelock.${id}:${lockKey}`), warn);
+      channel = wakeChannel({ address: `${id}.s`, open, onIdle: () => perLock.delete(lockKey) }, warn);
+      perLock.set(lockKey, channel);
+    }
+    return channel;
+  };
+}
+
+/** A stream from `subscribe`; undefined, said once, where the client cannot open one. */
+function opened(subscribe: () => WakeSubscriber | undefined, warn: (message: string) => void): WakeSubscriber | undefined {
+  try {
+    const stream = subscribe();
+    if (stream) return stream;
+    warn("push wake-ups are unavailable: this Redis client has no subscribe(); waits poll. Pass wake: \"poll\" to say so");
+  } catch (error) {
+    warn(`push wake-ups are unavailable (subscribe() threw: ${String(error)}); waits poll`);
+  }
+  return undefined;
+}
