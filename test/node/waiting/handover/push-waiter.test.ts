@@ -73,6 +73,24 @@ describe("a lock set's stream", () => {
     expect(channel.address).toMatch(/^[0-9a-f]{32}$/);
   });
 
+  it("on a client with ssubscribe (Cluster), is one per lock, on a shard channel in the lock's slot, gone once idle", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const { redis, seen } = fakeClient();
+    const sharded: RedisClient = { ...redis, subscribe: undefined, ssubscribe: redis.subscribe };
+    const channelFor = wakeChannels(sharded, () => undefined);
+    const [a, b] = [channelFor("p:{a}:lock"), channelFor("p:{b}:lock")];
+    expect(channelFor("p:{a}:lock")).toBe(a);
+    const id = a.address.slice(0, 32);
+    expect([a.address, b.address]).toEqual([`${id}.s`, `${id}.s`]);
+    const waiters = [pushWaiter(a, "1".repeat(32), OWNER), pushWaiter(b, "2".repeat(32), OWNER)];
+    await Promise.all(waiters.map((waiter) => waiter.pause(0, busy, 50).then(() => waiter.close())));
+    // The channel's first {…} is the lock key's: the same slot.
+    expect([...seen.channels]).toEqual([`fencelock.${id}:p:{a}:lock`, `fencelock.${id}:p:{b}:lock`]);
+    await vi.advanceTimersByTimeAsync(2_100);
+    expect(seen.unsubscribed).toBe(2);
+    expect(channelFor("p:{a}:lock")).not.toBe(a);
+  });
+
   it("is opened afresh every minute beside the old one, and closed 2 s after its last waiter leaves", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const { redis, seen } = fakeClient();
