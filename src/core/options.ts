@@ -12,10 +12,21 @@ export const ms = (min: number, max: number) =>
   );
 
 const CLIENT_EXAMPLE = "a Redis client such as new Redis({ url, token }) from @upstash/redis";
-const isClient = (v: unknown): v is RedisClient =>
-  typeof (v as RedisClient | undefined)?.evalsha === "function" && typeof (v as RedisClient | undefined)?.eval === "function";
 
-const redisClient = z.custom<RedisClient>(isClient, `expected ${CLIENT_EXAMPLE}`);
+/** An ioredis or node-redis client passed as it is: its methods take other arguments than @upstash/redis's. */
+const unwrappedTcp = (v: unknown) => typeof (v as { duplicate?: unknown } | null)?.duplicate === "function";
+
+const isClient = (v: unknown): v is RedisClient =>
+  typeof (v as RedisClient | undefined)?.evalsha === "function" && typeof (v as RedisClient | undefined)?.eval === "function" && !unwrappedTcp(v);
+
+const clientIssue = (v: unknown, expected: string) =>
+  unwrappedTcp(v)
+    ? typeof (v as { evalSha?: unknown }).evalSha === "function"
+      ? "a node-redis client goes through its adapter: fromNodeRedis(client) from fencelock/node-redis"
+      : "an ioredis client goes through its adapter: fromIoredis(client) from fencelock/ioredis"
+    : expected;
+
+const redisClient = z.custom<RedisClient>(isClient, { error: (issue) => clientIssue(issue.input, `expected ${CLIENT_EXAMPLE}`) });
 
 /**
  * One Redis client, or independent ones for quorum mode (three or more; odd is best). Checked by
@@ -23,7 +34,7 @@ const redisClient = z.custom<RedisClient>(isClient, `expected ${CLIENT_EXAMPLE}`
  */
 const redisClients = z.custom<RedisClient | RedisClient[]>(
   (v) => isClient(v) || (Array.isArray(v) && v.every(isClient)),
-  `expected ${CLIENT_EXAMPLE}, or an array of 3 or more for quorum mode`,
+  { error: (issue) => clientIssue(Array.isArray(issue.input) ? issue.input.find(unwrappedTcp) : issue.input, `expected ${CLIENT_EXAMPLE}, or an array of 3 or more for quorum mode`) },
 ).check(
   z.refine((v) => !Array.isArray(v) || v.length >= 3, "quorum mode needs at least 3 independent Redis clients; for one Redis, pass its client alone"),
   z.refine((v) => !Array.isArray(v) || new Set(v).size === v.length, "a quorum client was given twice: each must be a separate Redis"),

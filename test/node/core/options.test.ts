@@ -1,5 +1,7 @@
+import { Redis as Ioredis } from "ioredis";
+import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
-import { createLocks, LockConfigError, type RedisClient } from "../../../src/index.ts";
+import { createFencedStore, createLocks, LockConfigError, type RedisClient } from "../../../src/index.ts";
 
 /** Records calls, each answered as acquire.lua answers a busy lock; the tests below expect none, since bad input must change nothing. */
 function recordingRedis(): RedisClient & { calls: number } {
@@ -120,5 +122,18 @@ describe("lock names and per-call options", () => {
     [null, /^Invalid lease to resume: expected lease.owner/],
   ])("refuses to resume a malformed or forged lease %o", (held, message) => {
     expect(configError(() => locks.resume(held as never)).message).toMatch(message);
+  });
+});
+
+describe("a TCP client passed as it is", () => {
+  // Its evalsha takes (sha, numkeys, ...keys, ...args): unwrapped, every call would fail on Redis.
+  it("is refused with the adapter to use, before any call", () => {
+    const ioredis = new Ioredis({ lazyConnect: true });
+    const nodeRedis = createClient();
+    expect(() => createLocks({ redis: ioredis as never })).toThrow(/redis: an ioredis client goes through its adapter: fromIoredis\(client\) from fencelock\/ioredis/);
+    expect(() => createLocks({ redis: [ioredis, ioredis, ioredis] as never })).toThrow(/fromIoredis\(client\)/);
+    expect(() => createFencedStore({ redis: ioredis as never })).toThrow(/fromIoredis\(client\)/);
+    expect(() => createLocks({ redis: nodeRedis as never })).toThrow(/redis: a node-redis client goes through its adapter: fromNodeRedis\(client\) from fencelock\/node-redis/);
+    ioredis.disconnect();
   });
 });
