@@ -39,7 +39,7 @@ function outcomeOf(reply: Integers, sentAt: number, leaseMs: number): Grant | Bu
   }
   const [, fence, , ttlMs] = reply; // {1, fence, holds, ttlMs}
   // Only data under the prefix that is not fencelock's could hold such a fence.
-  if (fence <= 0) throw unexpectedReply(scripts.acquire);
+  if (fence <= 0) throw unexpectedReply(scripts.acquire, reply);
   // A join may find the lock with more TTL than leaseMs; the drift allowance grows with it.
   const validUntil = sentAt + ttlMs - driftMs(ttlMs);
   // Too late to use. The hold stays for the next attempt to rejoin, or for leave to give back:

@@ -121,7 +121,7 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
 async function acquireOn(run: Run, name: string, args: (string | number)[], owner: string): Promise<Integers> {
   const reply = await run(scripts.acquire, name, args, owner);
   // Only data under the prefix that is not fencelock's could hold such a fence.
-  if (isGrant(reply) && reply[1] <= 0) throw unexpectedReply(scripts.acquire);
+  if (isGrant(reply) && reply[1] <= 0) throw unexpectedReply(scripts.acquire, reply);
   return reply;
 }
 

@@ -61,7 +61,7 @@ export function runScript(
       clearTimeout(timer);
       // Our scripts answer flat arrays of integers and strings.
       if (Array.isArray(reply) && reply.every((v) => typeof v === "number" || typeof v === "string")) resolve(reply);
-      else reject(unexpectedReply(script));
+      else reject(unexpectedReply(script, reply));
     };
     const failed = (error: unknown) => (clearTimeout(timer), fail(error));
     const evalOnNoScript = (error: unknown) =>
@@ -112,7 +112,14 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secr
     ? `no answer within ${timeoutMs}ms, timeoutMs`
     : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
   for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
-  const hint = /unauthori[sz]ed|WRONGPASS|\b401\b/i.test(reason)
+  // Cluster and connection hints first: a slot or a port may read as a 401 below.
+  const hint = /\b(MOVED|ASK) \d/.test(reason)
+    ? "this Redis is a Cluster node: use fromIoredis(new Cluster()) or fromNodeRedis(createCluster())"
+    : /CROSSSLOT/.test(reason)
+    ? "keys in different Cluster slots: use a prefix without { }"
+    : /ECONNREFUSED|Connection is closed|client is closed/.test(reason)
+    ? "check that Redis is running and reachable at its host and port"
+    : /unauthori[sz]ed|WRONGPASS|\b401\b/i.test(reason)
     ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"
     : /NOPERM/.test(reason)
     ? "a read-only token may not run scripts: use the standard one"
@@ -135,9 +142,27 @@ export type Integers = [number, number, number, number, number];
 /** The reply of a script that answers integers only, as many as it always does. */
 export function integers(reply: Reply, script: LuaScript): Integers {
   if (reply.length === script.replyLength && reply.every(Number.isSafeInteger)) return reply as Integers;
-  throw unexpectedReply(script);
+  throw unexpectedReply(script, reply);
 }
 
-export function unexpectedReply(script: LuaScript): LockUnavailableError {
-  return unavailable("an unexpected reply", script);
+/**
+ * A reply that is not the script's, shown without words over 16 characters (an owner token has 32).
+ * Integers as text are what ioredis' stringNumbers and node-redis' type mappings give, and the adapters undo.
+ */
+export function unexpectedReply(script: LuaScript, reply?: unknown): LockUnavailableError {
+  const array = Array.isArray(reply);
+  let shown = "";
+  let text;
+  try {
+    if (reply !== undefined) shown = ` ${array ? `[${reply}]` : reply}`.replace(/\w{17,}/g, "…").slice(0, 99);
+    text = array && reply.length && reply.every((v) => typeof v != "number" && /^-?\d+$/.test(v));
+  } catch {
+    // A value without toString (a null-prototype object): not shown.
+  }
+  // The acquire loop, and a quorum attempt, give back what the attempt may have taken.
+  return new LockUnavailableError(
+    `Redis request for ${script.name} failed (an unexpected reply${shown}); ${
+      text ? "integers came as text: use fromIoredis or fromNodeRedis" : "check the Redis URL, token and network"
+    }${script.name == "acquire" ? "; a lock it took is given back" : ""}.`,
+  );
 }

@@ -1,6 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redis } from "@upstash/redis";
+import { Redis as IORedis } from "ioredis";
+import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createFencedStore, createLocks, LockTimeoutError, LockUnavailableError, type RedisClient } from "../../../src/index.ts";
 import { delayingResponses, withFetch } from "../../support/fetch-wrappers.ts";
@@ -214,6 +216,81 @@ describe("a reply that is not one of our scripts' is LockUnavailableError, never
     await upstash().pexpire(`${prefix}:{job}:lock`, 10_000);
     const { error } = await failure(locks.acquire("job", { owner, waitMs: 0 }));
     expect(error).toBeInstanceOf(LockUnavailableError);
-    expect(error.message).toMatch(/acquire failed \(an unexpected reply\)/);
+    expect(error.message).toMatch(/acquire failed \(an unexpected reply \[1,-5,\d,\d+\]\); check the Redis URL, token and network; a lock it took is given back\./);
+  });
+});
+
+describe("errors of TCP clients and Redis Cluster say what to fix", () => {
+  const owner = "cd".repeat(16);
+  /** A client whose every script call fails with `error`; the owner token is in the message, as a client echoing its command would put it. */
+  const failingWith = (make: () => Error): RedisClient => {
+    const fail = async (_: string, keys: string[], args: string[]) => {
+      const error = make();
+      error.message += args.includes(owner) ? ` (args: ${args.join(" ")})` : "";
+      throw error;
+    };
+    return { evalsha: fail, eval: fail };
+  };
+  const acquireWith = (redis: RedisClient) => failure(createLocks({ redis, timeoutMs: 2_000 }).acquire("job", { owner, waitMs: 0 }));
+  const CLUSTER = /this Redis is a Cluster node: use fromIoredis\(new Cluster\(\)\) or fromNodeRedis\(createCluster\(\)\)\.$/;
+
+  it.each([
+    ["MOVED", "MOVED 10247 127.0.0.1:7102", CLUSTER],
+    ["ASK", "ASK 401 127.0.0.1:7102", CLUSTER],
+    ["CROSSSLOT", "CROSSSLOT Keys in request don't hash to the same slot", /keys in different Cluster slots: use a prefix without \{ \}\.$/],
+    ["ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:6379", /check that Redis is running and reachable at its host and port\.$/],
+  ])("%s", async (_, message, hint) => {
+    const { error } = await acquireWith(failingWith(() => Object.assign(new Error(message), { name: "ReplyError" })));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toContain(message);
+    expect(error.message).toMatch(hint);
+    expect(error.message).not.toMatch(/token/);
+    expect(error.message).not.toContain(owner);
+  });
+
+  it("a closed or unconnected ioredis client (\"Connection is closed.\")", async () => {
+    const io = new IORedis({ port: 9, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    io.on("error", () => undefined);
+    const redis: RedisClient = {
+      evalsha: (sha, keys, args) => io.evalsha(sha, keys.length, ...keys, ...args),
+      eval: (text, keys, args) => io.eval(text, keys.length, ...keys, ...args),
+    };
+    const { error } = await acquireWith(redis);
+    expect(error.message).toMatch(/\(Connection is closed\.\); check that Redis is running and reachable at its host and port\.$/);
+    io.disconnect();
+  });
+
+  it("a node-redis client that is not connected (ClientClosedError)", async () => {
+    const client = createClient({ url: "redis://127.0.0.1:9" });
+    const redis: RedisClient = {
+      evalsha: (sha, keys, args) => client.evalSha(sha, { keys, arguments: args }),
+      eval: (text, keys, args) => client.eval(text, { keys, arguments: args }),
+    };
+    const { error } = await acquireWith(redis);
+    expect(error.message).toMatch(/\(The client is closed\); check that Redis is running and reachable at its host and port\.$/);
+  });
+});
+
+describe("an unexpected reply says what it was, and what likely sent it", () => {
+  const replying = (reply: unknown): RedisClient => ({ evalsha: async () => reply, eval: async () => reply });
+  const owner = "ef".repeat(16);
+
+  it.each([
+    ["integers as text (ioredis' stringNumbers)", ["1", "5", "1", "1000"], /\(an unexpected reply \[1,5,1,1000\]\); integers came as text: use fromIoredis or fromNodeRedis; a lock it took is given back\.$/],
+    ["integers as bigint", [1n, 5n, 1n, 1000n], /\[1,5,1,1000\]\); integers came as text: use fromIoredis or fromNodeRedis;/],
+    ["an empty array", [], /\(an unexpected reply \[\]\); check the Redis URL, token and network; a lock it took is given back\.$/],
+    ["OK", "OK", /\(an unexpected reply OK\); check the Redis URL, token and network; a lock it took is given back\.$/],
+    ["an echo of the owner token", ["1", owner], /\(an unexpected reply \[1,…\]\); check the Redis URL/],
+    ["a null-prototype object", Object.create(null), /\(an unexpected reply\); check the Redis URL/],
+  ])("%s", async (_, reply, message) => {
+    const { error } = await failure(createLocks({ redis: replying(reply) }).tryAcquire("job", { owner }));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(message);
+    expect(error.message).not.toContain(owner);
+  });
+
+  it("does not say a lock was given back for other scripts", async () => {
+    const { error } = await failure(createLocks({ redis: replying([]) }).inspect("job"));
+    expect(error.message).toMatch(/inspect failed \(an unexpected reply \[\]\); check the Redis URL, token and network\.$/);
   });
 });
