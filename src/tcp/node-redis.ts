@@ -1,0 +1,143 @@
+// fromNodeRedis: a client or cluster of the official `redis` package as fencelock's RedisClient.
+import * as z from "zod/mini";
+import type { RedisClient } from "../core/client.ts";
+import { LockConfigError } from "../core/errors.ts";
+import { parseOptions } from "../core/options.ts";
+import { withNumbers } from "./reply.ts";
+import { sharedSubscriber, type SubscriberConnection } from "./shared-subscriber.ts";
+
+/** Text unless subscribed in buffer mode, which fencelock never asks for; the types allow both. */
+type MessageListener = (message: string | Uint8Array, channel: string | Uint8Array) => void;
+type ScriptOptions = { keys: string[]; arguments: string[] };
+
+/** The script calls of a node-redis client or cluster. */
+interface ScriptCalls {
+  evalSha(sha1: string, options: ScriptOptions): Promise<unknown>;
+  eval(script: string, options: ScriptOptions): Promise<unknown>;
+}
+
+interface Events {
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  off(event: string, listener: (...args: unknown[]) => void): unknown;
+}
+
+interface PubSub extends Events {
+  subscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  unsubscribe(channel: string, listener: MessageListener): Promise<unknown>;
+}
+
+/** What fencelock uses of a client from `createClient()` (redis 6). */
+export interface NodeRedisClient extends ScriptCalls, PubSub {
+  readonly isOpen: boolean;
+  withTypeMapping(mapping: Record<string, never>): ScriptCalls;
+  duplicate(): PubSub & { connect(): Promise<unknown>; destroy(): void };
+}
+
+/** What fencelock uses of a cluster from `createCluster()` (redis 6). */
+export interface NodeRedisCluster extends NodeRedisClient {
+  sSubscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  sUnsubscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  nodeClient(node: never): unknown;
+}
+
+const optionsSchema = z.strictObject({
+  /**
+   * Redis Cluster: how waiters hear a release (default "sharded"). "sharded" listens with SSUBSCRIBE
+   * on each lock's own node (Redis 7+); "classic" uses SUBSCRIBE, whose messages every node relays.
+   */
+  pubsub: z.optional(z.enum(["sharded", "classic"], 'expected "sharded" or "classic"')),
+}, "expected an options object such as { pubsub: \"classic\" }");
+
+export type NodeRedisOptions = z.input<typeof optionsSchema>;
+
+/**
+ * A node-redis client or cluster as fencelock's RedisClient: scripts by EVALSHA on it, replies read
+ * whatever its RESP version and type mapping, and push wake-ups on a subscriber connection of its own.
+ */
+export function fromNodeRedis(redis: NodeRedisClient | NodeRedisCluster, options?: NodeRedisOptions): RedisClient {
+  const cluster = isCluster(checkClient(redis));
+  const { pubsub = cluster ? "sharded" : "classic" } = parseOptions(optionsSchema, options, "fromNodeRedis options");
+  if (pubsub === "sharded" && !cluster) {
+    throw new LockConfigError("fromNodeRedis options", ['pubsub: "sharded" is for a cluster from createCluster(); leave it out for a single server']);
+  }
+  // The default mapping, whatever the client's own: integers as numbers, text as strings (not Buffers).
+  const scripts = redis.withTypeMapping({});
+  const client: RedisClient = {
+    evalsha: (sha1, keys, args) => (redis.isOpen ? scripts.evalSha(sha1, { keys, arguments: args }).then(withNumbers) : notConnected()),
+    eval: (script, keys, args) => (redis.isOpen ? scripts.eval(script, { keys, arguments: args }).then(withNumbers) : notConnected()),
+    subscribe: sharedSubscriber(() => (isCluster(redis) ? clusterConnection(redis, false) : duplicateConnection(redis))),
+  };
+  if (pubsub === "sharded" && isCluster(redis)) client.ssubscribe = sharedSubscriber(() => clusterConnection(redis, true));
+  return client;
+}
+
+function isCluster(redis: NodeRedisClient | NodeRedisCluster): redis is NodeRedisCluster {
+  return typeof (redis as Partial<NodeRedisCluster>).nodeClient === "function";
+}
+
+/** Throws unless `redis` looks like a node-redis client or cluster: JavaScript callers pass anything. */
+function checkClient(redis: unknown): NodeRedisClient | NodeRedisCluster {
+  const candidate = (redis ?? {}) as Partial<NodeRedisClient & NodeRedisCluster> & { evalsha?: unknown };
+  const calls = [candidate.evalSha, candidate.eval, candidate.withTypeMapping, candidate.subscribe, candidate.duplicate, candidate.on];
+  if (calls.every((call) => typeof call === "function")) return redis as NodeRedisClient | NodeRedisCluster;
+  const hint = typeof candidate.evalsha === "function"
+    ? "; for ioredis use fromIoredis from fencelock/ioredis, and pass an @upstash/redis client to createLocks as it is"
+    : "";
+  throw new LockConfigError("node-redis client", [`expected a client from createClient() or createCluster() of the redis package (6 or later)${hint}`]);
+}
+
+function notConnected(): Promise<never> {
+  return Promise.reject(new LockConfigError("node-redis client", ["it is not connected: call await client.connect() before using it (and close it after the last lock call)"]));
+}
+
+/**
+ * Standalone: node-redis needs a connection of its own to subscribe on, which reconnects and
+ * subscribes again by itself; every drop is still reported, as messages may have been lost.
+ */
+function duplicateConnection(redis: NodeRedisClient): SubscriberConnection {
+  const subscriber = redis.duplicate();
+  let deliver: (channel: string, message: string) => void = () => {};
+  let drop: (reason: string) => void = () => {};
+  const listener: MessageListener = (message, channel) => deliver(String(channel), String(message));
+  // An "error" event without a listener would crash the process.
+  subscriber.on("error", (error: unknown) => drop(String(error)));
+  subscriber.on("reconnecting", () => drop("reconnecting"));
+  subscriber.on("end", () => drop("closed"));
+  // Failures reach the listeners above as "error" events, and pending subscriptions reject.
+  subscriber.connect().catch(() => undefined);
+  return {
+    subscribe: (channel) => subscriber.subscribe(channel, listener),
+    unsubscribe: (channel) => subscriber.unsubscribe(channel, listener),
+    onMessage: (next) => void (deliver = next),
+    onDrop: (next) => void (drop = next),
+    close: () => subscriber.destroy(),
+  };
+}
+
+/**
+ * Cluster: node-redis keeps the pub/sub connections itself (one for SUBSCRIBE, one per master for
+ * SSUBSCRIBE, each closed with its last channel). Which node a failure hit is not said, so any counts.
+ */
+function clusterConnection(cluster: NodeRedisCluster, sharded: boolean): SubscriberConnection {
+  const channels = new Set<string>();
+  let deliver: (channel: string, message: string) => void = () => {};
+  let drop: (reason: string) => void = () => {};
+  const listener: MessageListener = (message, channel) => deliver(String(channel), String(message));
+  const unsubscribe = (channel: string) => (channels.delete(channel), sharded ? cluster.sUnsubscribe(channel, listener) : cluster.unsubscribe(channel, listener));
+  const events: [string, (...args: unknown[]) => void][] = [
+    ["node-error", (error: unknown) => drop(`a cluster node's connection failed: ${String(error)}`)],
+    ["node-reconnecting", () => drop("reconnecting to a cluster node")],
+    ["sharded-channel-moved-error", (error: unknown) => drop(`a channel's slot moved, and subscribing on its new node failed: ${String(error)}`)],
+  ];
+  for (const [event, handler] of events) cluster.on(event, handler);
+  return {
+    subscribe: (channel) => (channels.add(channel), sharded ? cluster.sSubscribe(channel, listener) : cluster.subscribe(channel, listener)),
+    unsubscribe,
+    onMessage: (next) => void (deliver = next),
+    onDrop: (next) => void (drop = next),
+    close() {
+      for (const [event, handler] of events) cluster.off(event, handler);
+      for (const channel of channels) unsubscribe(channel).catch(() => undefined);
+    },
+  };
+}
