@@ -1,0 +1,90 @@
+// An acquire whose reply cannot be read gives back what Redis took for it, at once, and says what likely happened.
+import { describe, expect, it } from "vitest";
+import { createLocks, LockUnavailableError, type Locks, type RedisClient } from "../../../src/index.ts";
+import { garbling } from "../../support/garbling-client.ts";
+import { until } from "../../support/until.ts";
+import { uniquePrefix, upstash } from "../../support/upstash.ts";
+
+// Long, so that a lock held until its lease ends cannot pass for one given back.
+const LEASE_MS = 60_000;
+
+/** What a caller rejected with, or a failure when it resolved. */
+async function rejection(promise: Promise<unknown>): Promise<Error> {
+  return promise.then(() => new Error("expected a rejection"), (error: unknown) => error as Error);
+}
+
+/** The observer sees the lock free well before its lease could end, with no one in line, and takes it. */
+async function freeAtOnce(observer: Locks, name: string): Promise<void> {
+  await until(async () => {
+    const state = await observer.inspect(name);
+    return !state.held && state.waiters === 0;
+  }, 5_000);
+  const lease = await observer.tryAcquire(name);
+  expect(lease?.fence).toBeGreaterThan(0);
+  await lease?.release();
+}
+
+describe.each([
+  ["integers as text (ioredis with stringNumbers)", ["1", "5", "1", "1000"], /\(an unexpected reply \[1,5,1,1000\]\); integers came as text: use fromIoredis or fromNodeRedis; a lock it took is given back\.$/],
+  ["an empty array", [], /\(an unexpected reply \[\]\); check the Redis URL, token and network; a lock it took is given back\.$/],
+  ['"OK"', "OK", /\(an unexpected reply OK\); check the Redis URL, token and network; a lock it took is given back\.$/],
+])("an acquire answered with %s", (_, reply, message) => {
+  // Redis runs every script; the client then gets `reply` instead. Push wake-ups use the real client's stream.
+  const setup = () => {
+    const prefix = uniquePrefix("unreadable");
+    const real = upstash();
+    const client: RedisClient = { ...garbling({ reply }), subscribe: (channel) => real.subscribe(channel) };
+    return { locks: createLocks({ redis: client, prefix, leaseMs: LEASE_MS }), observer: createLocks({ redis: upstash(), prefix }) };
+  };
+
+  it.each([
+    ["tryAcquire", (locks: Locks) => locks.tryAcquire("job")],
+    ["acquire with waitMs 0", (locks: Locks) => locks.acquire("job", { waitMs: 0 })],
+    ["acquire with waitMs 5000 (push)", (locks: Locks) => locks.acquire("job", { waitMs: 5_000 })],
+    ["acquire with waitMs 5000 (poll)", (locks: Locks) => locks.acquire("job", { waitMs: 5_000, wake: "poll" })],
+  ])("%s rejects with LockUnavailableError, and the lock is free at once", async (_, call) => {
+    const { locks, observer } = setup();
+    const error = await rejection(call(locks));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(message);
+    await freeAtOnce(observer, "job");
+  });
+
+  it("a waiter whose turn comes with such a reply gives back the lock and its place", async () => {
+    const prefix = uniquePrefix("unreadable-turn");
+    const armed = { on: false };
+    const real = upstash();
+    // Busy replies pass; once armed, a reply that grants the lock is replaced.
+    const swap = async (sent: Promise<unknown>) => {
+      const value = await sent;
+      return armed.on && Array.isArray(value) && value[0] === 1 && value.length === 4 ? reply : value;
+    };
+    const client: RedisClient = {
+      evalsha: (sha, keys, args) => swap(real.evalsha(sha, keys, args)),
+      eval: (text, keys, args) => swap(real.eval(text, keys, args)),
+    };
+    const locks = createLocks({ redis: client, prefix, leaseMs: LEASE_MS });
+    const observer = createLocks({ redis: upstash(), prefix });
+    const holder = await observer.acquire("job");
+    const waiting = rejection(locks.acquire("job", { waitMs: 10_000, wake: "poll" }));
+    await until(async () => (await observer.inspect("job")).waiters === 1, 5_000);
+    armed.on = true;
+    await holder.release();
+    const error = await waiting;
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(message);
+    await freeAtOnce(observer, "job");
+  });
+
+  it("a reentrant acquire gives back only its own hold", async () => {
+    const prefix = uniquePrefix("unreadable-join");
+    const observer = createLocks({ redis: upstash(), prefix });
+    const lease = await createLocks({ redis: upstash(), prefix, leaseMs: LEASE_MS }).acquire("job");
+    const joining = createLocks({ redis: garbling({ reply }), prefix, leaseMs: LEASE_MS });
+    expect(await rejection(joining.acquire("job", { owner: lease.owner, waitMs: 0 }))).toBeInstanceOf(LockUnavailableError);
+    await until(async () => (await observer.inspect("job")).holds === 1, 5_000);
+    expect(await observer.inspect("job")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
+    expect(await lease.release()).toBe("released");
+    expect((await observer.inspect("job")).held).toBe(false);
+  });
+});
