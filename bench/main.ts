@@ -5,7 +5,8 @@
 // BENCH_QUICK=1 shortens every cell (for checking the harness, not for numbers).
 // `npm run bench -- --only quorum` (or BENCH_ONLY=quorum) runs section 5 alone and writes only
 // bench/results/quorum.{md,json}, leaving latest.* as the last full run left them; `--only latency`
-// runs section 6 alone and only prints it.
+// runs section 6 alone and only prints it; `--only tcp` runs section 7 (issue 27) alone and writes
+// only bench/results/tcp.{md,json}.
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { fencelockLibrary } from "./adapters/fencelock.ts";
@@ -22,6 +23,7 @@ import { handoffChart } from "./report/chart.ts";
 import { environment } from "./report/env.ts";
 import { renderLatencyAlone, renderMarkdown } from "./report/markdown.ts";
 import { renderQuorumMarkdown } from "./report/quorum.ts";
+import { renderTcpMarkdown } from "./report/tcp.ts";
 import type { BenchResults } from "./report/results.ts";
 import { runHandoff } from "./scenarios/handoff.ts";
 import { runLatency, type LibraryAt } from "./scenarios/latency.ts";
@@ -29,6 +31,7 @@ import { runQuorum, type QuorumPlan, type QuorumResults } from "./scenarios/quor
 import { runRequestFloor } from "./scenarios/request-floor.ts";
 import { runScaling } from "./scenarios/scaling.ts";
 import { runSize } from "./scenarios/size.ts";
+import { runTcp, type TcpPlan, type TcpResults } from "./scenarios/tcp.ts";
 import { runUncontended } from "./scenarios/uncontended.ts";
 
 const quick = process.env.BENCH_QUICK === "1";
@@ -50,6 +53,13 @@ const quorumPlan: QuorumPlan = {
   sequential: { warmMs: quick ? 200 : 1_000, msEach: quick ? 300 : 1_000, rounds: quick ? 2 : 8, countedCycles: quick ? 20 : 200 },
   concurrent: { clients: 16, warmMs: quick ? 200 : 500, durationMs: quick ? 400 : 4_000, rounds: quick ? 2 : 8 },
   contention: { clients: 8, holdMs: 5, durationMs: quick ? 1_000 : 6_000, rounds: quick ? 1 : 2, rejoins: ["immediate", "after-handoff"] },
+};
+/** Section 7 (issue 27): every library over ioredis to one redis-server; about 2.5 minutes. */
+const tcpPlan: TcpPlan = {
+  uncontendedWarm: { warmMs: quick ? 200 : 500, durationMs: quick ? 200 : 2_000, rounds: 2, concurrency: 16, perCallSamples: 1 },
+  uncontended: { warmMs: quick ? 200 : 500, durationMs: quick ? 600 : 4_000, rounds: quick ? 3 : 16, concurrency: 16, perCallSamples: quick ? 10 : 50 },
+  contention: { clients: 8, holdMs: 5, roundMs: quick ? 500 : 2_000, rounds: quick ? 2 : 5, warmMs: quick ? 200 : 500, rejoins: ["immediate", "after-handoff"] },
+  ping: { samples: quick ? 20 : 300, pauseMs: 5 },
 };
 const only = onlySection();
 /**
@@ -98,10 +108,11 @@ async function measure(endpoint: Endpoint, stats: RedisStats, started: number): 
   const scaling = await runScaling(fencelocks, contenders, plans.scaling, stats);
   await stats.flush();
   const latency = await runLatency(latencyLibraries, endpoint, plans.latency, stats);
+  const tcpResults = await runTcp(endpoint, stats, tcpPlan);
   const size = await runSize();
   const libraries = [...fencelocks, upstash, floor, ...tcp].map(({ id, label, transport, settings }) => ({ id, label, transport, settings }));
   return {
-    environment: { ...environment(await stats.version()), commit: loadedFrom }, plans, libraries, push, uncontended, handoff, requestFloor, scaling, size, latency,
+    environment: { ...environment(await stats.version()), commit: loadedFrom }, plans, libraries, push, uncontended, handoff, requestFloor, scaling, size, latency, tcp: tcpResults,
     runSeconds: Math.round((now() - started) / 100) / 10,
   };
 }
@@ -112,13 +123,13 @@ async function write(name: string, text: string): Promise<void> {
   await rename(`${path}.tmp`, path);
 }
 
-/** `--only quorum`, `--only=quorum` or BENCH_ONLY=quorum: section 5 alone; `latency`: section 6 alone. */
-function onlySection(): "quorum" | "latency" | undefined {
+/** `--only quorum`, `--only=quorum` or BENCH_ONLY=quorum: section 5 alone; `latency`: section 6 alone; `tcp`: section 7 alone. */
+function onlySection(): "quorum" | "latency" | "tcp" | undefined {
   const args = process.argv.slice(2);
   const at = args.indexOf("--only");
   const value = at >= 0 ? args[at + 1] : args.find((a) => a.startsWith("--only="))?.slice("--only=".length) ?? process.env.BENCH_ONLY;
   if (value === undefined || value === "") return undefined;
-  if (value !== "quorum" && value !== "latency") throw new Error(`--only: only "quorum" or "latency" runs alone (got "${value}")`);
+  if (value !== "quorum" && value !== "latency" && value !== "tcp") throw new Error(`--only: only "quorum", "latency" or "tcp" runs alone (got "${value}")`);
   return value;
 }
 
@@ -130,6 +141,28 @@ async function writeQuorum(quorum: QuorumResults, env: BenchResults["environment
   return markdown;
 }
 
+async function writeTcp(tcp: TcpResults, env: BenchResults["environment"]): Promise<string> {
+  const markdown = renderTcpMarkdown(tcp, env);
+  await mkdir(resultsDir, { recursive: true });
+  await write("tcp.json", `${JSON.stringify({ environment: env, ...tcp }, null, 2)}\n`);
+  await write("tcp.md", markdown);
+  return markdown;
+}
+
+/** Section 7 alone: its own redis-server (and local server, unused by it), writing tcp.* only. */
+async function tcpAlone(): Promise<void> {
+  const server = await startServerProcess();
+  const stats = new RedisStats(server.redisUrl);
+  try {
+    const tcp = await runTcp(server, stats, tcpPlan);
+    process.stdout.write(await writeTcp(tcp, { ...environment(await stats.version()), commit: loadedFrom }));
+    progress(`done in ${tcp.seconds} s; wrote bench/results/tcp.{json,md} (latest.* untouched)`);
+  } finally {
+    await stats.close();
+    await server.close();
+  }
+}
+
 async function report(results: BenchResults): Promise<void> {
   const markdown = renderMarkdown(results);
   const subtitle = `${results.plans.handoff.clients} clients, one name, hold ${results.plans.handoff.holdMs} ms; ` +
@@ -139,6 +172,7 @@ async function report(results: BenchResults): Promise<void> {
   await write("latest.md", markdown);
   await write("handoff.svg", await handoffChart(results.handoff.toWaiter, results.handoff.immediate, subtitle));
   if (results.quorum) await writeQuorum(results.quorum, results.environment);
+  if (results.tcp) await writeTcp(results.tcp, results.environment);
   process.stdout.write(markdown);
 }
 
@@ -167,6 +201,7 @@ async function main(): Promise<void> {
       return;
     }
     if (only === "latency") return await latencyAlone();
+    if (only === "tcp") return await tcpAlone();
     const server = await startServerProcess();
     const stats = new RedisStats(server.redisUrl);
     let results: BenchResults;
@@ -180,7 +215,7 @@ async function main(): Promise<void> {
     results.quorum = await runQuorum(quorumPlan);
     results.runSeconds = Math.round((now() - started) / 100) / 10;
     await report(results);
-    progress(`done in ${results.runSeconds} s; wrote bench/results/latest.{json,md}, quorum.{json,md} and handoff.svg`);
+    progress(`done in ${results.runSeconds} s; wrote bench/results/latest.{json,md}, quorum.{json,md}, tcp.{json,md} and handoff.svg`);
   } finally {
     restoreFetch();
   }

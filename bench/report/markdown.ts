@@ -7,6 +7,7 @@ import {
 } from "./sections.ts";
 import { latencySection } from "./latency.ts";
 import { quorumSection } from "./quorum.ts";
+import { tcpSection, tcpTargetLines } from "./tcp.ts";
 import { evaluateTargets } from "./targets.ts";
 import { connectionsTarget, latencyTargets } from "./targets-latency.ts";
 
@@ -41,6 +42,8 @@ export function renderMarkdown(results: BenchResults): string {
     "",
     latencySection(results.latency),
     "",
+    ...(results.tcp ? ["## 7. Over TCP (issue 27): fencelock through fromIoredis, redis-semaphore, redlock and a raw floor, all over ioredis to one redis-server", "",
+      tcpSection(results.tcp), "", "Its targets (issue 27):", "", tcpTargetLines(results.tcp), ""] : []),
     "## Settings of each library",
     "",
     settingsSection(results),

@@ -6,6 +6,7 @@ import type { LatencyPlan, LatencyResults } from "../scenarios/latency.ts";
 import type { QuorumResults } from "../scenarios/quorum.ts";
 import type { RequestFloor, RequestFloorPlan } from "../scenarios/request-floor.ts";
 import type { ScalingCell, ScalingPlan } from "../scenarios/scaling.ts";
+import type { TcpResults } from "../scenarios/tcp.ts";
 import type { UncontendedPlan, UncontendedRow } from "../scenarios/uncontended.ts";
 import type { Environment } from "./env.ts";
 
@@ -37,5 +38,7 @@ export interface BenchResults {
   latency: LatencyResults;
   /** Section 5, quorum mode (issue 25): also in quorum.json. */
   quorum?: QuorumResults;
+  /** Section 7, every library over TCP (issue 27): also in tcp.json. */
+  tcp?: TcpResults;
   runSeconds: number;
 }
