@@ -87,7 +87,7 @@ function checkClient(redis: unknown): NodeRedisClient | NodeRedisCluster {
 }
 
 function notConnected(): Promise<never> {
-  return Promise.reject(new LockConfigError("node-redis client", ["it is not connected: call await client.connect() before using it (and close it after the last lock call)"]));
+  return Promise.reject(new LockConfigError("node-redis client", ["it is not connected (call await client.connect() before the first lock call, and close it after the last)"]));
 }
 
 /**

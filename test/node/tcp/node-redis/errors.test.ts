@@ -1,0 +1,98 @@
+// fencelock/node-redis's errors: what is not a node-redis client, bad options, a client not
+// connected, and Redis going away mid-use (calls fail within timeoutMs, and work again once it is back).
+import { Redis } from "ioredis";
+import { createClient } from "redis";
+import { afterEach, describe, expect, it } from "vitest";
+import { createFencedStore, createLocks, LockConfigError, LockUnavailableError } from "../../../../src/index.ts";
+import { startRedisServer, type RedisServer } from "../../../../src/local/index.ts";
+import { fromNodeRedis } from "../../../../src/node-redis.ts";
+import { until } from "../../../support/until.ts";
+
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function server(port?: number): Promise<RedisServer> {
+  const started = await startRedisServer(port === undefined ? {} : { port });
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+function client(url: string) {
+  const made = createClient({ url });
+  made.on("error", () => {});
+  cleanups.push(() => made.destroy());
+  return made;
+}
+
+/** How long `work` took to reject, and with what. */
+async function rejection(work: Promise<unknown>): Promise<{ error: unknown; ms: number }> {
+  const started = performance.now();
+  const error = await work.then(() => new Error("resolved"), (caught: unknown) => caught);
+  return { error, ms: performance.now() - started };
+}
+
+describe("fromNodeRedis refuses", () => {
+  it("what is not a node-redis client, naming the adapter for an ioredis one", () => {
+    const ioredis = new Redis({ lazyConnect: true });
+    expect(() => fromNodeRedis(ioredis as never)).toThrow(LockConfigError);
+    expect(() => fromNodeRedis(ioredis as never)).toThrow(/fromIoredis from fencelock\/ioredis/);
+    for (const wrong of [undefined, {}, { evalSha: () => undefined }, "redis://localhost"]) {
+      expect(() => fromNodeRedis(wrong as never)).toThrow(/expected a client from createClient\(\) or createCluster\(\)/);
+    }
+  });
+
+  it("options it does not know, and sharded pub/sub for a single server", () => {
+    const single = createClient();
+    expect(() => fromNodeRedis(single, { pubSub: "classic" } as never)).toThrow('unknown option "pubSub"');
+    expect(() => fromNodeRedis(single, { pubsub: "fast" } as never)).toThrow('pubsub: expected "sharded" or "classic"');
+    expect(() => fromNodeRedis(single, "classic" as never)).toThrow("expected an options object");
+    expect(() => fromNodeRedis(single, { pubsub: "sharded" })).toThrow('pubsub: "sharded" is for a cluster from createCluster()');
+    expect(fromNodeRedis(single, { pubsub: "classic" }).ssubscribe).toBeUndefined();
+  });
+});
+
+describe("fromNodeRedis with a client that is not connected", () => {
+  it("fails each call at once, saying to connect it first (and so once it was closed)", async () => {
+    const redis = await server();
+    const notYet = client(redis.url);
+    const locks = createLocks({ redis: fromNodeRedis(notYet), prefix: "nr-errors" });
+    const { error, ms } = await rejection(locks.acquire("gate"));
+    expect(String(error)).toMatch(/not connected \(call await client\.connect\(\) before the first lock call/);
+    expect(ms).toBeLessThan(1_000);
+    await notYet.connect();
+    await (await locks.acquire("gate")).release();
+    await notYet.close();
+    await expect(locks.tryAcquire("gate")).rejects.toThrow(/not connected/);
+  });
+});
+
+describe("fromNodeRedis when Redis goes away", () => {
+  it("fails calls with LockUnavailableError within timeoutMs, a waiter's too, and works again once Redis is back", async () => {
+    let redis = await server();
+    const connected = await client(redis.url).connect();
+    const adapter = fromNodeRedis(connected);
+    const [locks, store] = [createLocks({ redis: adapter, prefix: "nr-down", timeoutMs: 500 }), createFencedStore({ redis: adapter, prefix: "nr-down", timeoutMs: 500 })];
+    const held = await locks.acquire("gate");
+    // A waiter on its push stream when Redis stops.
+    const waiter = locks.acquire("gate", { waitMs: 20_000 });
+    await until(async () => (await locks.inspect("gate")).waiters === 1, 5_000);
+    await redis.stop();
+    const waiting = rejection(waiter);
+    const calls = [() => locks.tryAcquire("other"), () => held.heartbeat(), () => store.write("doc", 1, held.fence), () => locks.inspect("gate")];
+    for (const call of calls) {
+      const { error, ms } = await rejection(call());
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      // 500 ms, and time to spare on a busy machine.
+      expect(ms).toBeLessThan(3_000);
+    }
+    const { error, ms } = await waiting;
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    // Its stream's drop wakes it, and its next attempt fails as the calls above did.
+    expect(ms).toBeLessThan(3_000);
+    redis = await server(redis.port);
+    // node-redis reconnects by itself, within 2 s of backoff.
+    await until(async () => locks.tryAcquire("gate").then((lease) => lease !== null, () => false), 10_000);
+  });
+});
