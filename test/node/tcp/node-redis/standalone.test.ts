@@ -30,8 +30,8 @@ let prefixes = 0;
 const uniquePrefix = (label: string) => `nr-${label}-${++prefixes}`;
 
 /** A connected node-redis client on the test server; closed after the file's tests. */
-async function connected({ RESP, mapped }: Config) {
-  const client = createClient({ RESP, url: server.url, commandOptions: mapped ? { typeMapping: MAPPED } : {} });
+async function connected({ RESP, mapped }: Config, name?: string) {
+  const client = createClient({ RESP, url: server.url, commandOptions: mapped ? { typeMapping: MAPPED } : {}, ...(name && { name }) });
   client.on("error", () => {});
   await client.connect();
   return client;
@@ -92,8 +92,10 @@ describe.each(configs)("fromNodeRedis over %s", (_, options) => {
 
 describe.each([2, 3] as const)("fromNodeRedis subscriber over RESP%i", (RESP) => {
   it("serves every wait of every lock set on one pub/sub connection, closed once idle", async () => {
-    const [client, admin] = await Promise.all([connected({ RESP }), connected({ RESP: 2 })]);
-    const pubsubClients = async () => (await admin.clientList({ TYPE: "PUBSUB" })).length;
+    // The subscriber connection is a duplicate of the client, and so has its name.
+    const name = `nr-one-connection-${RESP}`;
+    const [client, admin] = await Promise.all([connected({ RESP }, name), connected({ RESP: 2 })]);
+    const pubsubClients = async () => (await admin.clientList({ TYPE: "PUBSUB" })).filter((info) => info.name === name).length;
     const redis = fromNodeRedis(client);
     const prefix = uniquePrefix("one-connection");
     const names = ["a", "b", "c", "d"];
