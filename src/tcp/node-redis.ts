@@ -55,7 +55,8 @@ export type NodeRedisOptions = z.input<typeof optionsSchema>;
  * whatever its RESP version and type mapping, and push wake-ups on a subscriber connection of its own.
  */
 export function fromNodeRedis(redis: NodeRedisClient | NodeRedisCluster, options?: NodeRedisOptions): RedisClient {
-  const cluster = isCluster(checkClient(redis));
+  checkClient(redis);
+  const cluster = isCluster(redis) ? redis : undefined;
   const { pubsub = cluster ? "sharded" : "classic" } = parseOptions(optionsSchema, options, "fromNodeRedis options");
   if (pubsub === "sharded" && !cluster) {
     throw new LockConfigError("fromNodeRedis options", ['pubsub: "sharded" is for a cluster from createCluster(); leave it out for a single server']);
@@ -65,9 +66,9 @@ export function fromNodeRedis(redis: NodeRedisClient | NodeRedisCluster, options
   const client: RedisClient = {
     evalsha: (sha1, keys, args) => (redis.isOpen ? scripts.evalSha(sha1, { keys, arguments: args }).then(withNumbers) : notConnected()),
     eval: (script, keys, args) => (redis.isOpen ? scripts.eval(script, { keys, arguments: args }).then(withNumbers) : notConnected()),
-    subscribe: sharedSubscriber(() => (isCluster(redis) ? clusterConnection(redis, false) : duplicateConnection(redis))),
+    subscribe: sharedSubscriber(() => (cluster ? clusterConnection(cluster, false) : duplicateConnection(redis))),
   };
-  if (pubsub === "sharded" && isCluster(redis)) client.ssubscribe = sharedSubscriber(() => clusterConnection(redis, true));
+  if (pubsub === "sharded" && cluster) client.ssubscribe = sharedSubscriber(() => clusterConnection(cluster, true));
   return client;
 }
 
@@ -76,10 +77,10 @@ function isCluster(redis: NodeRedisClient | NodeRedisCluster): redis is NodeRedi
 }
 
 /** Throws unless `redis` looks like a node-redis client or cluster: JavaScript callers pass anything. */
-function checkClient(redis: unknown): NodeRedisClient | NodeRedisCluster {
+function checkClient(redis: unknown): void {
   const candidate = (redis ?? {}) as Partial<NodeRedisClient & NodeRedisCluster> & { evalsha?: unknown };
   const calls = [candidate.evalSha, candidate.eval, candidate.withTypeMapping, candidate.subscribe, candidate.duplicate, candidate.on];
-  if (calls.every((call) => typeof call === "function")) return redis as NodeRedisClient | NodeRedisCluster;
+  if (calls.every((call) => typeof call === "function")) return;
   const hint = typeof candidate.evalsha === "function"
     ? "; for ioredis use fromIoredis from fencelock/ioredis, and pass an @upstash/redis client to createLocks as it is"
     : "";
@@ -115,8 +116,9 @@ function duplicateConnection(redis: NodeRedisClient): SubscriberConnection {
 }
 
 /**
- * Cluster: node-redis keeps the pub/sub connections itself (one for SUBSCRIBE, one per master for
- * SSUBSCRIBE, each closed with its last channel). Which node a failure hit is not said, so any counts.
+ * Cluster: node-redis keeps the pub/sub connections (one for SUBSCRIBE, one per master for SSUBSCRIBE)
+ * and follows a channel's slot to its new master, silently. Its events do not say whether a failed
+ * node connection was a pub/sub one, so any counts as a drop.
  */
 function clusterConnection(cluster: NodeRedisCluster, sharded: boolean): SubscriberConnection {
   const channels = new Set<string>();

@@ -1,6 +1,6 @@
 // fencelock/node-redis on a real 3-master Redis Cluster: the lock set, the fenced store and push
 // wake-ups on names served by every master, and the adapter's SSUBSCRIBE streams.
-import { createCluster } from "redis";
+import { createCluster, RESP_TYPES } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WakeSubscriber } from "../../../../src/core/client.ts";
 import { createFencedStore, createLocks, StaleFenceError, type RedisClient } from "../../../../src/index.ts";
@@ -12,22 +12,34 @@ import { expectPushHandover } from "./observe.ts";
 const SLOTS = 16384;
 
 let servers: RedisCluster;
+/** RESP3 (node-redis' default), with no type mapping. */
 let cluster: ReturnType<typeof createCluster>;
 /** Two names per master, in master order. */
 let names: string[];
 
 beforeAll(async () => {
   servers = await startRedisCluster();
-  cluster = createCluster({ rootNodes: servers.startNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) });
-  cluster.on("error", () => {});
-  await cluster.connect();
+  cluster = await connectedCluster();
   names = await namesOnEveryMaster(2);
 });
 
+const clusters: { close(): Promise<unknown> }[] = [];
+/** A cluster client on the test cluster, closed after the file's tests. */
+async function connectedCluster(options: Omit<Parameters<typeof createCluster>[0], "rootNodes"> = {}) {
+  const made = createCluster({ ...options, rootNodes: servers.startNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) });
+  made.on("error", () => {});
+  await made.connect();
+  clusters.push(made);
+  return made;
+}
+
 afterAll(async () => {
-  await cluster?.close();
+  await Promise.all(clusters.map((made) => made.close()));
   await servers?.stop();
 });
+
+/** The index of the master serving `slot`, as startRedisCluster splits the slots. */
+const masterOf = (slot: number) => servers.masters.findLastIndex((_, i) => Math.floor((SLOTS * i) / servers.masters.length) <= slot);
 
 /** `perMaster` names for each master, whose lock keys (`prefix:{name}:…`) hash to that master's slots. */
 async function namesOnEveryMaster(perMaster: number): Promise<string[]> {
@@ -35,7 +47,7 @@ async function namesOnEveryMaster(perMaster: number): Promise<string[]> {
   for (let i = 0; byMaster.some((list) => list.length < perMaster); i++) {
     const name = `job:${i}`;
     const slot = Number(await servers.masters[0]!.admin.call("CLUSTER", "KEYSLOT", name));
-    const list = byMaster[Math.floor((slot * servers.masters.length) / SLOTS)]!;
+    const list = byMaster[masterOf(slot)]!;
     if (list.length < perMaster) list.push(name);
   }
   return byMaster.flat();
@@ -69,6 +81,20 @@ describe("fromNodeRedis on a Redis Cluster", () => {
       await expect(store.write(name, { by: old }, old)).rejects.toBeInstanceOf(StaleFenceError);
       expect(await store.read(name)).toEqual({ value: { by: fresh.fence }, fence: fresh.fence });
       await fresh.release();
+    }
+  });
+
+  it("reads replies over RESP2 with integers as text and strings as Buffers", async () => {
+    const mapped = await connectedCluster({
+      RESP: 2,
+      commandOptions: { typeMapping: { [RESP_TYPES.NUMBER]: String, [RESP_TYPES.BLOB_STRING]: Buffer } },
+    });
+    const redis = fromNodeRedis(mapped);
+    const prefix = uniquePrefix("resp2");
+    const [locks, store] = [createLocks({ redis, prefix }), createFencedStore({ redis, prefix })];
+    for (const name of names) {
+      const fence = await locks.withLock(name, async (lease) => (await store.write(name, "done", lease.fence), lease.fence));
+      expect(await store.read(name)).toEqual({ value: "done", fence });
     }
   });
 
@@ -112,7 +138,7 @@ describe("fromNodeRedis(cluster).ssubscribe when a slot moves", () => {
   it("hears its channel on the slot's new master: node-redis subscribes there again by itself", async () => {
     const channel = "fencelock.test:{moving}";
     const slot = Number(await servers.masters[0]!.admin.call("CLUSTER", "KEYSLOT", channel));
-    const from = servers.masters[Math.floor((slot * servers.masters.length) / SLOTS)]!;
+    const from = servers.masters[masterOf(slot)]!;
     const to = servers.masters.find((master) => master !== from)!;
     const messages: unknown[] = [];
     let confirmed = false;
