@@ -20,10 +20,11 @@ const CONFIRM_MS = 10_000;
 const MAX_MOVED = 3;
 
 // Whatever the user's client does: no reconnect (a fresh connection is routed anew), no key
-// prefix (channel names are exact), and commands queued while it connects.
+// prefix (channel names are exact), commands queued while it connects, and no ready check: ioredis
+// sends a subscribe before it, and then fails the check's INFO as a command in subscriber mode.
 const SUBSCRIBER: Partial<RedisOptions> = {
   lazyConnect: false, enableOfflineQueue: true, retryStrategy: () => null, autoResubscribe: false,
-  keyPrefix: undefined, readOnly: false, enableAutoPipelining: false,
+  keyPrefix: undefined, readOnly: false, enableAutoPipelining: false, enableReadyCheck: false,
 };
 
 /** A standalone or Sentinel client: every channel on one connection like the client's own. */
@@ -106,16 +107,16 @@ export class SubscriberGroup implements SubscriberConnection {
     const open = this.#nodes.get(key);
     if (open) return open;
     const node: Node = { redis: connect(), moved: new Set() };
-    let reason = "connection closed";
+    let reason: string | undefined;
     node.redis.on(this.#sharded ? "smessage" : "message", (channel: string, message: string) =>
       this.#messageListeners.forEach((listener) => listener(channel, message)));
     node.redis.on("moved", () => node.moved.forEach((retry) => retry()));
     // Also a reply ioredis could not match, as the SUNSUBSCRIBE a node sends when a slot leaves it: state unknown, so start afresh.
-    node.redis.on("error", (error: Error) => ((reason = error.message), node.redis.disconnect()));
+    node.redis.on("error", (error: Error) => reason === undefined && ((reason = error.message), node.redis.disconnect()));
     node.redis.once("close", () => {
       if (this.#nodes.get(key) === node) this.#nodes.delete(key);
       this.#channels.forEach((at, channel) => at === node && this.#channels.delete(channel));
-      if (!this.#closed) this.#dropListeners.forEach((listener) => listener(reason));
+      if (!this.#closed) this.#dropListeners.forEach((listener) => listener(reason ?? "connection closed"));
     });
     this.#nodes.set(key, node);
     return node;
