@@ -38,7 +38,7 @@ function namesOnEveryMaster(prefix: string, perMaster = 2): string[] {
 }
 
 const pubsubConnections = async (name: string) => {
-  const lists = await Promise.all(cluster.masters.map(({ admin }) => admin.client("LIST", "TYPE", "pubsub")));
+  const lists = await Promise.all(cluster.masters.map(({ admin }) => admin.client("LIST", "TYPE", "PUBSUB")));
   return lists.join("\n").split("\n").filter((line) => line.includes(` name=${name} `)).length;
 };
 

@@ -25,7 +25,7 @@ afterAll(async () => {
 
 /** Subscriber connections named `name`: the adapter's connections carry its client's connectionName. */
 const pubsubConnections = async (name: string) =>
-  String(await admin.client("LIST", "TYPE", "pubsub")).split("\n").filter((line) => line.includes(` name=${name} `)).length;
+  String(await admin.client("LIST", "TYPE", "PUBSUB")).split("\n").filter((line) => line.includes(` name=${name} `)).length;
 
 describe("push wake-ups through fromIoredis", () => {
   it("are on by default: a release hands the lock to the waiter by a message, with no attempt of its own", async () => {
