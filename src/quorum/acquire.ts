@@ -107,8 +107,15 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
   function carryFence(name: string, ticket: string, owner: string, fence: number, holds: number, calls: Promise<Integers>[], answers: Answer<Integers>[], adopt: Adopt) {
     calls.forEach((call, node) => {
       const answer = answers[node];
-      if (answer && "reply" in answer && !isGrant(answer.reply)) adopt(node, 0).catch(() => undefined);
-      if (answer) return;
+      if (answer && "reply" in answer) {
+        if (!isGrant(answer.reply)) adopt(node, 0).catch(() => undefined);
+        return;
+      }
+      // A node whose reply failed or could not be read, before the vote or after, may have granted,
+      // maybe with a fence no release of the lease would match: that hold goes back.
+      const giveBackHere = () => nodes[node]!(scripts.leave, name, [ticket], "").catch(() => undefined);
+      if (answer) return void giveBackHere();
+      call.catch(giveBackHere);
       late.track(owner, fence, call, ([granted, minted, counted], released) => {
         if (granted !== 1) return adopt(node, 0);
         if (released) return nodes[node]!(scripts.leave, name, [ticket], "");
