@@ -133,6 +133,29 @@ describe("fromNodeRedis(cluster).ssubscribe", () => {
   });
 });
 
+describe("fromNodeRedis(cluster) streams", () => {
+  it("are told when a node's pub/sub connection drops, sharded and classic, and leave no listener behind", async () => {
+    const own = await connectedCluster();
+    const redis = fromNodeRedis(own);
+    const listeners = () => ["node-error", "node-reconnecting", "sharded-channel-moved-error"].map((event) => own.listenerCount(event));
+    const [confirmed, errors] = [{ n: 0 }, new Set<WakeSubscriber>()];
+    const open = (subscribe: (channel: string) => WakeSubscriber, channel: string) => {
+      const stream = subscribe(channel);
+      stream.on("subscribe", () => confirmed.n++);
+      stream.on("error", () => errors.add(stream));
+      return stream;
+    };
+    const streams = [...names.map((name) => open(redis.ssubscribe!, `fencelock.drop:{${name}}`)), open(redis.subscribe!, "fencelock.drop")];
+    await until(async () => confirmed.n === streams.length, 5_000);
+    expect(listeners()).toEqual([2, 2, 2]);
+    await Promise.all(servers.masters.map(({ admin }) => admin.call("CLIENT", "KILL", "TYPE", "pubsub")));
+    await until(async () => errors.size === streams.length, 5_000);
+    await Promise.all(streams.map((stream) => stream.unsubscribe()));
+    // The last stream gone, the adapter leaves no listener on the user's cluster.
+    expect(listeners()).toEqual([0, 0, 0]);
+  });
+});
+
 // Last in the file: it leaves one slot on another master.
 describe("fromNodeRedis(cluster).ssubscribe when a slot moves", () => {
   it("hears its channel on the slot's new master: node-redis subscribes there again by itself", async () => {

@@ -112,6 +112,26 @@ describe.each([2, 3] as const)("fromNodeRedis subscriber over RESP%i", (RESP) =>
     await until(async () => (await pubsubClients()) === 0, 10_000);
     await Promise.all([client.close(), admin.close()]);
   });
+
+  it("tells every stream when the subscriber connection drops, as messages may have been lost", async () => {
+    const name = `nr-drop-${RESP}`;
+    const [client, admin] = await Promise.all([connected({ RESP }, name), connected({ RESP: 2 })]);
+    const redis = fromNodeRedis(client);
+    const [confirmed, errors] = [{ n: 0 }, [] as unknown[]];
+    const streams = ["one", "two"].map((channel) => {
+      const stream = redis.subscribe!(channel);
+      stream.on("subscribe", () => confirmed.n++);
+      stream.on("error", (error) => errors.push(error));
+      return stream;
+    });
+    await until(async () => confirmed.n === 2, 5_000);
+    const [subscriber] = (await admin.clientList({ TYPE: "PUBSUB" })).filter((info) => info.name === name);
+    await admin.sendCommand(["CLIENT", "KILL", "ID", String(subscriber!.id)]);
+    await until(async () => errors.length >= 2, 5_000);
+    expect(String(errors[0])).toMatch(/subscriber connection dropped/);
+    await Promise.all(streams.map((stream) => stream.unsubscribe()));
+    await Promise.all([client.close(), admin.close()]);
+  });
 });
 
 describe("@example src/node-redis.ts", () => {
