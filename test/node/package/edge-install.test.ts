@@ -3,7 +3,7 @@
 import { execFile } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
@@ -22,13 +22,35 @@ describe("an edge app's install", () => {
     expect(pkg.peerDependenciesMeta.ioredis?.optional).toBe(true);
   });
 
-  it("imports ioredis only from the local server", () => {
+  it("imports ioredis only from the local server and the ioredis adapter (fencelock/ioredis)", () => {
     const files = readdirSync(join(root, "src"), { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
     const importers = files.filter((f) => /from "ioredis"/.test(readFileSync(join(root, "src", f), "utf8")));
     expect(importers.length).toBeGreaterThan(0);
-    expect(importers.filter((f) => !f.startsWith("local/"))).toEqual([]);
+    expect(importers.filter((f) => !f.startsWith("local/") && !/^(tcp\/)?ioredis[.-]/.test(f))).toEqual([]);
+  });
+
+  it.each(["index.ts", "hono.ts", "http.ts", "sql.ts", "worker.ts"])("reaches no TCP client or adapter from src/%s", (entry) => {
+    const { files, packages } = reachedFrom(entry);
+    expect(files.filter((f) => f.startsWith("tcp/") || f.startsWith("local/"))).toEqual([]);
+    expect(packages.filter((p) => /^(ioredis|redis|@redis\/)/.test(p))).toEqual([]);
   });
 });
+
+/** The src/ files an entry point imports, directly or through others (type imports too), and the packages they name. */
+function reachedFrom(entry: string): { files: string[]; packages: string[] } {
+  const files = new Set([entry]);
+  const packages = new Set<string>();
+  for (const file of files) {
+    const text = readFileSync(join(root, "src", file), "utf8");
+    // Statements at the start of a line, so an @example's imports in a doc comment do not count.
+    for (const [, stated, dynamic] of text.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)"|\bimport\(\s*"([^"]+)"\s*\)/gm)) {
+      const spec = stated ?? dynamic ?? "";
+      if (spec.startsWith(".")) files.add(join(dirname(file), spec));
+      else packages.add(spec);
+    }
+  }
+  return { files: [...files], packages: [...packages] };
+}
 
 describe("fencelock dev without ioredis installed", () => {
   const scratch = mkdtempSync(join(tmpdir(), "fencelock-no-ioredis-"));
