@@ -76,15 +76,16 @@ function isCluster(redis: NodeRedisClient | NodeRedisCluster): redis is NodeRedi
   return typeof (redis as Partial<NodeRedisCluster>).nodeClient === "function";
 }
 
-/** Throws unless `redis` looks like a node-redis client or cluster: JavaScript callers pass anything. */
-function checkClient(redis: unknown): void {
-  const candidate = (redis ?? {}) as Partial<NodeRedisClient & NodeRedisCluster> & { evalsha?: unknown };
-  const calls = [candidate.evalSha, candidate.eval, candidate.withTypeMapping, candidate.subscribe, candidate.duplicate, candidate.on];
-  if (calls.every((call) => typeof call === "function")) return;
-  const hint = typeof candidate.evalsha === "function"
-    ? "; for ioredis use fromIoredis from fencelock/ioredis, and pass an @upstash/redis client to createLocks as it is"
-    : "";
-  throw new LockConfigError("node-redis client", [`expected a client from createClient() or createCluster() of the redis package (6 or later)${hint}`]);
+/** Throws a LockConfigError that says what to pass, for anything but a node-redis client or cluster. */
+function checkClient(redis: unknown): asserts redis is NodeRedisClient | NodeRedisCluster {
+  const has = (method: string) => typeof (redis as Record<string, unknown> | null | undefined)?.[method] === "function";
+  if (["evalSha", "eval", "withTypeMapping", "subscribe", "duplicate", "on"].every(has)) return;
+  const issue = has("evalsha") && has("duplicate")
+    ? "this looks like an ioredis client: use fromIoredis from fencelock/ioredis for it"
+    : has("evalsha")
+    ? "this looks like an @upstash/redis client, or one fromNodeRedis() already made: pass it to createLocks as it is"
+    : "expected a client from createClient() or createCluster() of the redis package (6 or later)";
+  throw new LockConfigError("node-redis client", [issue]);
 }
 
 function notConnected(): Promise<never> {

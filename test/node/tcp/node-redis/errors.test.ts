@@ -34,11 +34,13 @@ async function rejection(work: Promise<unknown>): Promise<{ error: unknown; ms: 
 }
 
 describe("fromNodeRedis refuses", () => {
-  it("what is not a node-redis client, naming the adapter for an ioredis one", () => {
+  it("what is not a node-redis client, saying what to do instead", () => {
     const ioredis = new Redis({ lazyConnect: true });
     expect(() => fromNodeRedis(ioredis as never)).toThrow(LockConfigError);
-    expect(() => fromNodeRedis(ioredis as never)).toThrow(/fromIoredis from fencelock\/ioredis/);
-    for (const wrong of [undefined, {}, { evalSha: () => undefined }, "redis://localhost"]) {
+    expect(() => fromNodeRedis(ioredis as never)).toThrow(/ioredis client: use fromIoredis from fencelock\/ioredis/);
+    const adapted = fromNodeRedis(createClient());
+    expect(() => fromNodeRedis(adapted as never)).toThrow(/one fromNodeRedis\(\) already made: pass it to createLocks as it is/);
+    for (const wrong of [undefined, null, {}, { evalSha: () => undefined }, "redis://localhost"]) {
       expect(() => fromNodeRedis(wrong as never)).toThrow(/expected a client from createClient\(\) or createCluster\(\)/);
     }
   });
