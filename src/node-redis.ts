@@ -1,7 +1,7 @@
 /**
  * @module
- * fencelock/node-redis: the official `redis` package (node-redis) as fencelock's Redis client.
- * The core (fencelock) never imports redis.
+ * fencelock/node-redis (Node only): fencelock over a client or cluster of the official `redis`
+ * package (node-redis). Install redis yourself (an optional peer); the core (fencelock) never imports it.
  *
  * @example
  * ```ts
@@ -9,8 +9,9 @@
  * import { createFencedStore, createLocks } from "fencelock";
  * import { fromNodeRedis } from "fencelock/node-redis";
  *
- * const client = await createClient({ url: process.env.REDIS_URL }).connect();
- * client.on("error", (error) => console.error("redis", error));
+ * const client = await createClient({ url: process.env.REDIS_URL })
+ *   .on("error", (error) => console.error("redis", error)) // node-redis throws an error event nobody listens to
+ *   .connect();
  * const redis = fromNodeRedis(client);
  * const locks = createLocks({ redis, prefix: "jobs" });
  * const store = createFencedStore({ redis, prefix: "jobs" });

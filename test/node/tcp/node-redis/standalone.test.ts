@@ -138,8 +138,9 @@ describe("@example src/node-redis.ts", () => {
   it("runs as written", async () => {
     vi.stubEnv("REDIS_URL", server.url);
     // --- the example ---
-    const client = await createClient({ url: process.env.REDIS_URL }).connect();
-    client.on("error", (error) => console.error("redis", error));
+    const client = await createClient({ url: process.env.REDIS_URL })
+      .on("error", (error) => console.error("redis", error)) // node-redis throws an error event nobody listens to
+      .connect();
     const redis = fromNodeRedis(client);
     const locks = createLocks({ redis, prefix: "jobs" });
     const store = createFencedStore({ redis, prefix: "jobs" });
