@@ -8,7 +8,7 @@
  * import { createLocks } from "fencelock";
  * import { fromIoredis } from "fencelock/ioredis";
  *
- * const locks = createLocks({ redis: fromIoredis(new Redis(process.env.REDIS_URL)), prefix: "app" });
+ * const locks = createLocks({ redis: fromIoredis(new Redis("redis://127.0.0.1:6379")), prefix: "app" });
  * await locks.withLock("order:42", async (lease) => chargeCard(order, { fence: lease.fence }));
  */
 export { fromIoredis } from "./tcp/ioredis.ts";

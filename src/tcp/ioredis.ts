@@ -26,7 +26,7 @@ const WHAT = "fromIoredis client";
  * use subscriber connections of their own, opened while someone waits and closed 2 s after.
  *
  * @example
- * const locks = createLocks({ redis: fromIoredis(new Redis(process.env.REDIS_URL)), prefix: "app" });
+ * const locks = createLocks({ redis: fromIoredis(new Redis("redis://127.0.0.1:6379")), prefix: "app" });
  */
 export function fromIoredis(client: Redis | Cluster, options?: IoredisOptions): RedisClient {
   checkClient(client);

@@ -42,6 +42,20 @@ describe("push wake-ups through fromIoredis", () => {
     await lease.release();
   });
 
+  it("work for a client with a keyPrefix, under which fencelock's keys then live", async () => {
+    const prefix = uniquePrefix("ioredis-key-prefix");
+    const prefixed = new Redis(server.url, { keyPrefix: "app:" });
+    const holder = await createLocks({ redis: fromIoredis(prefixed), prefix }).acquire("gate");
+    expect(await admin.exists(`app:${prefix}:{gate}:lock`)).toBe(1);
+    const { client: redis, seen } = await observed(fromIoredis(prefixed));
+    const waiting = createLocks({ redis, prefix }).acquire("gate", { waitMs: 8_000 });
+    await vi.waitFor(() => expect(seen.confirmations).toBe(1), { timeout: 5_000 });
+    await holder.release();
+    await (await waiting).release();
+    expect(seen.messages).toBe(1);
+    await prefixed.quit();
+  });
+
   it("serve every wait of a client on one subscriber connection, closed once idle", async () => {
     const prefix = uniquePrefix("ioredis-one");
     const named = new Redis(server.url, { connectionName: prefix });
