@@ -37,6 +37,7 @@ export interface NodeRedisClient extends ScriptCalls, PubSub {
 export interface NodeRedisCluster extends NodeRedisClient {
   sSubscribe(channel: string, listener: MessageListener): Promise<unknown>;
   sUnsubscribe(channel: string, listener: MessageListener): Promise<unknown>;
+  /** Not called: a cluster has it and a client has not. */
   nodeClient(node: never): unknown;
 }
 
@@ -51,8 +52,12 @@ const optionsSchema = z.strictObject({
 export type NodeRedisOptions = z.input<typeof optionsSchema>;
 
 /**
- * A node-redis client or cluster as fencelock's RedisClient: scripts by EVALSHA on it, replies read
- * whatever its RESP version and type mapping, and push wake-ups on a subscriber connection of its own.
+ * A node-redis client or cluster, connected, as the `redis` of createLocks and createFencedStore:
+ * scripts by EVALSHA on it, replies read whatever its RESP version and type mapping, and push
+ * wake-ups on subscriber connections of their own, opened while someone waits and closed 2 s after.
+ *
+ * @example
+ * const locks = createLocks({ redis: fromNodeRedis(await createCluster({ rootNodes }).connect()), prefix: "app" });
  */
 export function fromNodeRedis(redis: NodeRedisClient | NodeRedisCluster, options?: NodeRedisOptions): RedisClient {
   checkClient(redis);
