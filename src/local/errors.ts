@@ -39,6 +39,24 @@ export class RedisUnavailableError extends LocalUpstashError {
   }
 }
 
+/**
+ * The Redis behind --redis-url is a Redis Cluster node. One connection reaches only the slots that
+ * node serves: every other key would fail with MOVED, so the server refuses to start.
+ */
+export class RedisClusterError extends LocalUpstashError {
+  override name = "RedisClusterError";
+
+  constructor(where: string) {
+    super(
+      "REDIS_CLUSTER",
+      `Redis at ${where} is a Redis Cluster node (cluster_enabled:1). The local server speaks to one Redis, ` +
+        "and would fail every key whose slot another node serves (MOVED). Point --redis-url (redisUrl) at a " +
+        "standalone Redis; for a Node service on a Cluster, use fencelock/ioredis (fromIoredis(new Cluster([...]))) " +
+        "or fencelock/node-redis (fromNodeRedis(createCluster({ rootNodes: [...] }))) instead of the local server.",
+    );
+  }
+}
+
 /** A request the REST protocol refuses; `status` is the HTTP status sent back. */
 export class HttpError extends LocalUpstashError {
   override name = "HttpError";

@@ -3,7 +3,7 @@ import { createHandler } from "./handler.ts";
 import { checkLocalOptions, type CheckedLocalOptions } from "./options.ts";
 import { ConnectionPool } from "./pool.ts";
 import { randomSecret, startPrivateRedis, type BackingRedis } from "./private-redis.ts";
-import { connectRedis, openSubscriber } from "./redis-client.ts";
+import { connectRedis, openSubscriber, redactUrl, refuseCluster } from "./redis-client.ts";
 import { listen } from "./server.ts";
 import { OpenStreams } from "./sse.ts";
 
@@ -12,12 +12,16 @@ export type { RedisServer, RedisServerOptions } from "./redis-server.ts";
 export {
   LocalUpstashError,
   RedisServerNotFoundError,
+  RedisClusterError,
   RedisServerStartError,
   RedisUnavailableError,
 } from "./errors.ts";
 
 export interface LocalUpstashOptions {
-  /** Use this Redis; default: start a private redis-server, stopped again by close(). */
+  /**
+   * Use this Redis; default: start a private redis-server, stopped again by close(). A Redis
+   * Cluster node is refused (RedisClusterError): the server speaks to one Redis.
+   */
   redisUrl?: string;
   /** HTTP port; default: a free port. */
   port?: number;
@@ -56,6 +60,13 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
   const pool = new ConnectionPool(() => connectRedis(backing.url));
   try {
     const redis = await connectRedis(backing.url);
+    // At start, rather than as MOVED on most requests later.
+    if (redisUrl !== undefined) {
+      await refuseCluster(redis, redactUrl(redisUrl)).catch((error: unknown) => {
+        redis.disconnect();
+        throw error;
+      });
+    }
     const streams = new OpenStreams(maxStreams);
     const subscribers = new ConnectionPool(() => openSubscriber(redis), MAX_IDLE_SUBSCRIBERS);
     const handler = createHandler({ redis, pool, subscribers, token, streams, allowAdminCommands });
