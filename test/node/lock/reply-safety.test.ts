@@ -1,5 +1,6 @@
 // An acquire whose reply cannot be read gives back what Redis took for it, at once, and says what likely happened.
-import { describe, expect, it } from "vitest";
+import { Redis as IORedis } from "ioredis";
+import { describe, expect, inject, it } from "vitest";
 import { createLocks, LockUnavailableError, type Locks, type RedisClient } from "../../../src/index.ts";
 import { garbling } from "../../support/garbling-client.ts";
 import { until } from "../../support/until.ts";
@@ -86,5 +87,25 @@ describe.each([
     expect(await observer.inspect("job")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
     expect(await lease.release()).toBe("released");
     expect((await observer.inspect("job")).held).toBe(false);
+  });
+});
+
+describe("hand-written glue over ioredis with stringNumbers (no adapter)", () => {
+  // The case: every acquire failed after the lock was taken, which then stayed held until its lease ended.
+  it("rejects saying to wrap the client, and leaves the lock free", async () => {
+    const io = new IORedis(inject("upstash").redisUrl, { stringNumbers: true });
+    try {
+      const glue: RedisClient = {
+        evalsha: (sha, keys, args) => io.evalsha(sha, keys.length, ...keys, ...args),
+        eval: (text, keys, args) => io.eval(text, keys.length, ...keys, ...args),
+      };
+      const prefix = uniquePrefix("string-numbers-glue");
+      const error = await rejection(createLocks({ redis: glue, prefix, leaseMs: LEASE_MS }).acquire("job", { waitMs: 1_000 }));
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect(error.message).toMatch(/\(an unexpected reply \[1,\d+,1,60000\]\); integers came as text: use fromIoredis or fromNodeRedis; a lock it took is given back\.$/);
+      await freeAtOnce(createLocks({ redis: upstash(), prefix }), "job");
+    } finally {
+      io.disconnect();
+    }
   });
 });
