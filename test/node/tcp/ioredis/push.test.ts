@@ -75,6 +75,25 @@ describe("push wake-ups through fromIoredis", () => {
     await named.quit();
   });
 
+  it("go on after the subscriber connection drops: the waiter looks again, and a fresh connection serves", async () => {
+    const prefix = uniquePrefix("ioredis-drop");
+    const named = new Redis(server.url, { connectionName: prefix });
+    const holder = await createLocks({ redis: fromIoredis(client), prefix }).acquire("gate");
+    const { client: redis, seen } = await observed(fromIoredis(named));
+    const waiting = createLocks({ redis, prefix }).acquire("gate", { waitMs: 8_000 });
+    await vi.waitFor(() => expect(seen.confirmations).toBe(1), { timeout: 5_000 });
+    const line = String(await admin.client("LIST", "TYPE", "PUBSUB")).split("\n").find((entry) => entry.includes(` name=${prefix} `));
+    await admin.call("CLIENT", "KILL", "ID", String(/\bid=(\d+)/.exec(line ?? "")?.[1]));
+    const attempts = seen.acquires;
+    await vi.waitFor(() => expect(seen).toMatchObject({ streams: 2, confirmations: 2 }), { timeout: 5_000 });
+    expect(seen.acquires).toBeGreaterThan(attempts); // it looked again, as a message may have been lost
+    await holder.release();
+    await (await waiting).release();
+    expect(seen.messages).toBe(1);
+    expect(await pubsubConnections(prefix)).toBe(1);
+    await named.quit();
+  });
+
   it("leave nothing open after a wait: a process exits by itself once it has quit its client", async () => {
     const script = fileURLToPath(new URL("./wait-and-exit.ts", import.meta.url));
     const started = performance.now();
