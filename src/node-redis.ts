@@ -9,7 +9,7 @@
  * import { createFencedStore, createLocks } from "fencelock";
  * import { fromNodeRedis } from "fencelock/node-redis";
  *
- * const client = await createClient({ url: process.env.REDIS_URL })
+ * const client = await createClient({ url: "redis://localhost:6379" })
  *   .on("error", (error) => console.error("redis", error)) // node-redis throws an error event nobody listens to
  *   .connect();
  * const redis = fromNodeRedis(client);

@@ -106,7 +106,7 @@ function duplicateConnection(redis: NodeRedisClient): SubscriberConnection {
   let deliver: (channel: string, message: string) => void = () => {};
   let drop: (reason: string) => void = () => {};
   const listener: MessageListener = (message, channel) => deliver(String(channel), String(message));
-  // An "error" event without a listener would crash the process.
+  // An "error" event that nobody listens to is thrown, and would end the program.
   subscriber.on("error", (error: unknown) => drop(String(error)));
   subscriber.on("reconnecting", () => drop("reconnecting"));
   subscriber.on("end", () => drop("closed"));
