@@ -85,9 +85,9 @@ describe("the lock set and the fenced store through fromIoredis(new Cluster(...)
 });
 
 describe("push wake-ups on a Cluster", () => {
-  it("ssubscribe: a stream in any slot hears an SPUBLISH to its channel, on a connection to that slot's master", async () => {
+  it("ssubscribe: a stream in any slot hears an SPUBLISH to its channel, on a connection to that slot's master (the client connected on first use)", async () => {
     const prefix = uniquePrefix("shard");
-    const named = new Cluster(cluster.startNodes, { redisOptions: { connectionName: prefix } });
+    const named = new Cluster(cluster.startNodes, { lazyConnect: true, redisOptions: { connectionName: prefix } });
     const { ssubscribe } = fromIoredis(named);
     const channels = namesOnEveryMaster(prefix, 1).map((name) => `fencelock.test:${prefix}:{${name}}:lock`);
     const heard: unknown[] = [];
