@@ -53,7 +53,8 @@ export function runScript(
     // A throw here rejects with that error as it is, before any timer starts.
     checkConfigured(redis);
     const args = values.map(String);
-    const fail = (error: unknown) => reject(unavailable(error, script, timeoutMs, secrets));
+    // An adapter's LockConfigError (a client not connected) says what to fix: it goes as it is.
+    const fail = (error: unknown) => reject(error instanceof LockConfigError ? error : unavailable(error, script, timeoutMs, secrets));
     // The client's own retries go on in the background after the timeout; their late result is
     // ignored, and a lease they might create lapses by its TTL.
     const timer = setTimeout(() => fail(new RequestTimeout()), timeoutMs);

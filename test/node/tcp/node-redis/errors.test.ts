@@ -61,6 +61,8 @@ describe("fromNodeRedis with a client that is not connected", () => {
     const notYet = client(redis.url);
     const locks = createLocks({ redis: fromNodeRedis(notYet), prefix: "nr-errors" });
     const { error, ms } = await rejection(locks.acquire("gate"));
+    // The adapter's own error, not one that says to check the URL and network.
+    expect(error).toBeInstanceOf(LockConfigError);
     expect(String(error)).toMatch(/not connected \(call await client\.connect\(\) before the first lock call/);
     expect(ms).toBeLessThan(1_000);
     await notYet.connect();
