@@ -128,7 +128,11 @@ export class SubscriberGroup implements SubscriberConnection {
     return new Promise<boolean>((resolve, reject) => {
       const settle = (outcome: () => void) => (clearTimeout(timer), node.moved.delete(moved), outcome());
       const moved = () => settle(() => resolve(false));
-      const timer = setTimeout(() => settle(() => reject(new Error(`no answer to ${command} within ${CONFIRM_MS} ms`))), CONFIRM_MS);
+      // A connection that does not answer is given up, so that the next subscribe gets a fresh one.
+      const timer = setTimeout(() => settle(() => {
+        node.redis.disconnect();
+        reject(new Error(`no answer to ${command} within ${CONFIRM_MS} ms`));
+      }), CONFIRM_MS);
       node.moved.add(moved);
       (this.#sharded ? node.redis.ssubscribe(channel) : node.redis.subscribe(channel)).then(
         () => settle(() => resolve(true)),

@@ -5,6 +5,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFencedStore, createLocks, LockConfigError } from "../../../../src/index.ts";
 import { fromIoredis } from "../../../../src/ioredis.ts";
+import { serverRouter, SubscriberGroup } from "../../../../src/tcp/ioredis-pubsub.ts";
 import { startRedisServer, type RedisServer } from "../../../../src/local/index.ts";
 import { uniquePrefix, upstash } from "../../../support/upstash.ts";
 
@@ -73,5 +74,20 @@ describe("with stringNumbers, which fencelock's own local server sets", () => {
     expect(await locks.inspect("job")).toMatchObject({ held: true, fence: lease.fence, holds: 1 });
     expect(await lease.release()).toBe("released");
     expect((await locks.inspect("job")).held).toBe(false);
+  });
+});
+
+// Redis 6 has no SSUBSCRIBE; a Redis 7 with the command renamed away answers as Redis 6 would.
+describe("sharded pub/sub where the server has no SSUBSCRIBE", () => {
+  it("fails the stream with a message that says to pass pubsub: \"classic\"", async () => {
+    const server = await startRedisServer({ args: ["--rename-command", "SSUBSCRIBE", ""] });
+    const client = new Redis(server.url);
+    const group = new SubscriberGroup(serverRouter(client), "sharded");
+    await expect(group.subscribe("fencelock.x:{a}")).rejects.toThrow(
+      /unknown command.*sharded pub\/sub needs Redis 7 or later; pass fromIoredis\(cluster, \{ pubsub: "classic" \}\)/,
+    );
+    group.close();
+    await client.quit();
+    await server.stop();
   });
 });
