@@ -23,7 +23,8 @@ const WHAT = "fromIoredis client";
 /**
  * An ioredis client (`new Redis(...)`, with `sentinels` too, or `new Cluster(...)`) as the
  * `redis` of createLocks and createFencedStore. Scripts run on the client itself; push wake-ups
- * use subscriber connections of their own, opened while someone waits and closed 2 s after.
+ * use subscriber connections of their own (one, or on a Cluster one per master in use), shared by
+ * every fromIoredis() of the client, opened while someone waits and closed 2 s after.
  *
  * @example
  * const locks = createLocks({ redis: fromIoredis(new Redis("redis://127.0.0.1:6379")), prefix: "app" });
@@ -40,15 +41,24 @@ export function fromIoredis(client: Redis | Cluster, options?: IoredisOptions): 
     evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args).then(withNumbers),
     eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args).then(withNumbers),
   };
-  if (!cluster) return { ...redis, subscribe: shared(serverRouter(client), "classic") };
-  const classic = shared(clusterRouter(client, "classic"), "classic");
+  if (!cluster) return { ...redis, subscribe: shared(client, "classic", () => serverRouter(client)) };
+  const classic = shared(client, "classic", () => clusterRouter(client, "classic"));
   if ((pubsub ?? "sharded") === "classic") return { ...redis, subscribe: classic };
-  return { ...redis, subscribe: classic, ssubscribe: shared(clusterRouter(client, "sharded"), "sharded") };
+  return { ...redis, subscribe: classic, ssubscribe: shared(client, "sharded", () => clusterRouter(client, "sharded")) };
 }
 
+type Subscribe = NonNullable<RedisClient["subscribe"]>;
+
+/** Per client, so that every fromIoredis() of one client shares its subscriber connections. */
+const subscribers = new WeakMap<Redis | Cluster, Map<PubSub, Subscribe>>();
+
 /** All wake-up streams of one kind on one group of connections, opened on first use. */
-function shared(router: Router, pubsub: PubSub): NonNullable<RedisClient["subscribe"]> {
-  return sharedSubscriber(() => new SubscriberGroup(router, pubsub));
+function shared(client: Redis | Cluster, pubsub: PubSub, router: () => Router): Subscribe {
+  const kinds = subscribers.get(client) ?? new Map<PubSub, Subscribe>();
+  subscribers.set(client, kinds);
+  const subscribe = kinds.get(pubsub) ?? sharedSubscriber(() => new SubscriberGroup(router(), pubsub));
+  kinds.set(pubsub, subscribe);
+  return subscribe;
 }
 
 function isCluster(client: Redis | Cluster): client is Cluster {

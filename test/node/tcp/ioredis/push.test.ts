@@ -56,20 +56,21 @@ describe("push wake-ups through fromIoredis", () => {
     await prefixed.quit();
   });
 
-  it("serve every wait of a client on one subscriber connection, closed once idle", async () => {
+  it("serve every wait on a client, whatever its lock sets and adapters, on one subscriber connection, closed once idle", async () => {
     const prefix = uniquePrefix("ioredis-one");
     const named = new Redis(server.url, { connectionName: prefix });
     const names = ["a", "b"];
     const holders = await Promise.all(names.map((name) => createLocks({ redis: fromIoredis(client), prefix }).acquire(name)));
-    const { client: redis, seen } = await observed(fromIoredis(named));
-    const lockSets = [1, 2, 3].map(() => createLocks({ redis, prefix }));
-    const waiting = lockSets.flatMap((locks) => names.map((name) => locks.acquire(name, { waitMs: 8_000 })));
-    await vi.waitFor(() => expect(seen.confirmations).toBe(3), { timeout: 5_000 });
+    // Three lock sets, each given the client by a fromIoredis() of its own.
+    const observers = await Promise.all([1, 2, 3].map(() => observed(fromIoredis(named))));
+    const total = (count: "confirmations" | "messages") => observers.reduce((sum, { seen }) => sum + seen[count], 0);
+    const waiting = observers.flatMap(({ client: redis }) => names.map((name) => createLocks({ redis, prefix }).acquire(name, { waitMs: 8_000 })));
+    await vi.waitFor(() => expect(total("confirmations")).toBe(6), { timeout: 5_000 });
     expect(await pubsubConnections(prefix)).toBe(1);
     // Each release hands its lock to the next waiter, whose release hands it on.
     await Promise.all(holders.map((holder) => holder.release()));
     await Promise.all(waiting.map(async (wait) => (await wait).release()));
-    expect(seen.messages).toBe(6);
+    expect(total("messages")).toBe(6);
     // A lock set closes its stream 2 s after its last waiter; the connection goes with the last stream.
     await vi.waitFor(async () => expect(await pubsubConnections(prefix)).toBe(0), { timeout: 6_000, interval: 200 });
     await named.quit();
