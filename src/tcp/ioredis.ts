@@ -18,8 +18,6 @@ const optionsSchema = z.strictObject({
 
 export type IoredisOptions = z.input<typeof optionsSchema>;
 
-const WHAT = "fromIoredis client";
-
 /**
  * An ioredis client (`new Redis(...)`, with `sentinels` too, or `new Cluster(...)`) as the
  * `redis` of createLocks and createFencedStore. Scripts run on the client itself; push wake-ups
@@ -74,5 +72,5 @@ function checkClient(client: unknown): asserts client is Redis | Cluster {
     : has("evalsha")
     ? "this looks like an @upstash/redis client, or one fromIoredis() already made: pass it to createLocks as it is"
     : 'expected an ioredis client: new Redis(url) or new Cluster(nodes) from "ioredis"';
-  throw new LockConfigError(WHAT, [issue]);
+  throw new LockConfigError("fromIoredis client", [issue]);
 }
