@@ -3,7 +3,7 @@ import { quantile } from "../harness/stats.ts";
 import type { Rejoin } from "../scenarios/contention.ts";
 import { TCP_FLOOR, TCP_OURS, type TcpContendedRow, type TcpResults } from "../scenarios/tcp.ts";
 import type { Environment } from "./env.ts";
-import { check, num, p99, pairedRatios, table } from "./format.ts";
+import { num, p99, pairedRatios, table } from "./format.ts";
 import { uncontendedSection } from "./sections.ts";
 import type { Target } from "./targets.ts";
 
@@ -153,8 +153,10 @@ function contendedTargets(results: TcpResults, rejoin: Rejoin): Target[] {
   ];
 }
 
+/** The targets as a table: what, as measured, and met / missed. */
 export function tcpTargetLines(results: TcpResults): string {
-  return tcpTargets(results).map((t) => `${check(t.met)} ${t.text} — ${t.detail}`).join("\n");
+  const verdict = (met: boolean | null) => (met === null ? "not measured" : met ? "met" : "**missed**");
+  return table(["target", "measured", ""], tcpTargets(results).map((t) => [t.text, t.detail, verdict(t.met)]));
 }
 
 export function tcpSettings(results: TcpResults): string {
