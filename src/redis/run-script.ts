@@ -114,10 +114,10 @@ function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secr
     : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
   for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
   // Cluster and connection hints first: a slot or a port may read as a 401 below.
-  const hint = /\b(MOVED|ASK) \d/.test(reason)
+  const hint = /redirections|TRYAGAIN|CLUSTERDOWN/.test(reason)
+    ? "the Cluster was moving a slot or failing over: retry, or let the Cluster client retry longer"
+    : /\b(MOVED|ASK) \d/.test(reason)
     ? "this Redis is a Cluster node: use fromIoredis(new Cluster()) or fromNodeRedis(createCluster())"
-    : /CROSSSLOT/.test(reason)
-    ? "keys in different Cluster slots: use a prefix without { }"
     : /ECONNREFUSED|Connection is closed|client is closed/.test(reason)
     ? "check that Redis is running and reachable at its host and port"
     : /unauthori[sz]ed|WRONGPASS|\b401\b/i.test(reason)

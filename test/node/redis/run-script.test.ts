@@ -232,12 +232,15 @@ describe("errors of TCP clients and Redis Cluster say what to fix", () => {
     return { evalsha: fail, eval: fail };
   };
   const acquireWith = (redis: RedisClient) => failure(createLocks({ redis, timeoutMs: 2_000 }).acquire("job", { owner, waitMs: 0 }));
+  const RESHARD = /the Cluster was moving a slot or failing over: retry, or let the Cluster client retry longer\.$/;
   const CLUSTER = /this Redis is a Cluster node: use fromIoredis\(new Cluster\(\)\) or fromNodeRedis\(createCluster\(\)\)\.$/;
 
   it.each([
     ["MOVED", "MOVED 10247 127.0.0.1:7102", CLUSTER],
     ["ASK", "ASK 401 127.0.0.1:7102", CLUSTER],
-    ["CROSSSLOT", "CROSSSLOT Keys in request don't hash to the same slot", /keys in different Cluster slots: use a prefix without \{ \}\.$/],
+    ["a Cluster client out of redirections", "Too many Cluster redirections. Last error: ReplyError: MOVED 866 127.0.0.1:7101", RESHARD],
+    ["TRYAGAIN", "TRYAGAIN Multiple keys request during rehashing of slot", RESHARD],
+    ["CLUSTERDOWN", "CLUSTERDOWN The cluster is down", RESHARD],
     ["ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:6379", /check that Redis is running and reachable at its host and port\.$/],
   ])("%s", async (_, message, hint) => {
     const { error } = await acquireWith(failingWith(() => Object.assign(new Error(message), { name: "ReplyError" })));
