@@ -68,9 +68,10 @@ if cur[1] == owner and cur[2] == fence then
       -- the secret owner token proves the message came from here.
       local message = ticket .. ':' .. newFence .. ':' .. redis.sha1hex(newFence .. ':' .. heir)
       if shard == '.s' then
-        -- Redis Cluster: the channel's hash tag is this lock's, so it is in this node's slot. pcall:
-        -- without SPUBLISH (Redis 6) the heir finds its lock on its next look, as on a lost message.
-        redis.pcall('SPUBLISH', 'fencelock.' .. lockSet .. ':' .. lock, message)
+        -- Redis Cluster: named by the lock key from its hash tag on, so in this node's slot, and the
+        -- same whatever key prefix a client adds. pcall: without SPUBLISH (Redis 6) the heir finds
+        -- its lock on its next look, as after a lost message.
+        redis.pcall('SPUBLISH', 'fencelock.' .. lockSet .. ':' .. string.sub(lock, string.find(lock, '{', 1, true) or 1), message)
       else
         redis.call('PUBLISH', 'fencelock.' .. lockSet, message)
       end

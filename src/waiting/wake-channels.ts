@@ -21,8 +21,10 @@ export function wakeChannels(redis: RedisClient, warn: (message: string) => void
   return (lockKey) => {
     let channel = perLock.get(lockKey);
     if (!channel) {
-      // The channel's hash tag is the lock key's, which puts it in the lock's slot.
-      const open = () => opened(() => redis.ssubscribe?.(`fencelock.${id}:${lockKey}`), warn);
+      // Named by the lock key from its hash tag on, as release.lua names it: in the lock's slot,
+      // and the same under a key prefix the client adds (ioredis keyPrefix).
+      const shard = `fencelock.${id}:${lockKey.slice(lockKey.indexOf("{"))}`;
+      const open = () => opened(() => redis.ssubscribe?.(shard), warn);
       channel = wakeChannel({ address: `${id}.s`, open, onIdle: () => perLock.delete(lockKey) }, warn);
       perLock.set(lockKey, channel);
     }

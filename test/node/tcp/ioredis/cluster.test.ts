@@ -127,4 +127,20 @@ describe("push wake-ups on a Cluster", () => {
     expect(seen).toMatchObject({ messages: 3, acquires: attempts });
     await Promise.all(leases.map((lease) => lease.release()));
   });
+
+  it("sharded, through a client with a keyPrefix: the handover still reaches its waiter by a message", async () => {
+    const prefix = uniquePrefix("cluster-key-prefix");
+    const prefixed = new Cluster(cluster.startNodes, { keyPrefix: "app:" });
+    const [name] = namesOnEveryMaster(prefix, 1);
+    const holder = await createLocks({ redis: fromIoredis(prefixed), prefix }).acquire(name!);
+    const { client: redis, seen } = await observed(fromIoredis(prefixed));
+    const waiting = createLocks({ redis, prefix }).acquire(name!, { waitMs: 8_000 });
+    await vi.waitFor(() => expect(seen.confirmations).toBe(1), { timeout: 5_000 });
+    const attempts = seen.acquires;
+    await holder.release();
+    await (await waiting).release();
+    // release.lua names the channel from the key's "{" on, so the "app:" it saw does not matter.
+    expect(seen).toMatchObject({ messages: 1, acquires: attempts });
+    await prefixed.quit();
+  });
 });
