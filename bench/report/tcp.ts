@@ -156,7 +156,7 @@ function contendedTargets(results: TcpResults, rejoin: Rejoin): Target[] {
 /** The targets as a table: what, as measured, and met / missed. */
 export function tcpTargetLines(results: TcpResults): string {
   const verdict = (met: boolean | null) => (met === null ? "not measured" : met ? "met" : "**missed**");
-  return table(["target", "measured", ""], tcpTargets(results).map((t) => [t.text, t.detail, verdict(t.met)]));
+  return table(["target", "measured", ""], tcpTargets(results).map((t) => [t.text, t.detail, verdict(t.met)]), 2);
 }
 
 export function tcpSettings(results: TcpResults): string {
