@@ -37,10 +37,10 @@ export function scriptSha1(script: LuaScript): string | Promise<string> {
 }
 
 /**
- * Runs a script: EVALSHA first, EVAL only when the server answers NOSCRIPT. Numbers go as decimal
- * text. One promise and callbacks rather than nested async functions: where async hooks are on
- * (AsyncLocalStorage, as tracing agents and frameworks use), every await costs a promise, and a
- * call made about ten.
+ * Runs a script: EVALSHA first, EVAL only when the server answers NOSCRIPT (or for a script sent
+ * asText). Numbers go as decimal text. One promise and callbacks rather than nested async
+ * functions: where async hooks are on (AsyncLocalStorage, as tracing agents and frameworks use),
+ * every await costs a promise, and a call made about ten.
  */
 export function runScript(
   redis: RedisClient,
@@ -68,6 +68,7 @@ export function runScript(
     const evalOnNoScript = (error: unknown) =>
       messageOf(error).includes("NOSCRIPT") ? send(() => redis.eval(script.text, keys, args), answered, failed) : failed(error);
     send(() => {
+      if (script.asText) return redis.eval(script.text, keys, args);
       const sha1 = scriptSha1(script);
       return typeof sha1 == "string" ? redis.evalsha(sha1, keys, args) : sha1.then((hex) => redis.evalsha(hex, keys, args));
     }, answered, evalOnNoScript);

@@ -4,6 +4,8 @@ export interface LuaScript {
   readonly name: string;
   /** Every reply has this many values (scripts whose replies vary have none). */
   readonly replyLength?: number;
+  /** Sent by EVAL, never EVALSHA first (see scripts/gen-scripts.ts). */
+  readonly asText?: true;
   readonly text: string;
 }
 
@@ -34,6 +36,7 @@ export const inspect: LuaScript = {
 export const leave: LuaScript = {
   name: "leave",
   replyLength: 1,
+  asText: true,
   text: "local a=redis.call local b,d,e=KEYS[1],KEYS[3],KEYS[4]local g=ARGV[1]a('ZREM',d,g)a('ZREM',e,g)if a('HDEL',b,'q:'..g)==1 and a('HINCRBY',b,'holds',-1)<1 then a('DEL',b)end return{1}",
 };
 

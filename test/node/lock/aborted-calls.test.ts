@@ -1,8 +1,11 @@
 // acquire and tryAcquire aborted by their signal while an attempt is out: the signal's reason wins.
 import { describe, expect, it } from "vitest";
-import { createLocks, type Locks } from "../../../src/index.ts";
+import { createLocks, type Locks, type RedisClient } from "../../../src/index.ts";
+import { scriptSha1 } from "../../../src/redis/run-script.ts";
+import * as scripts from "../../../src/redis/scripts.gen.ts";
 import { delayingResponses, withFetch } from "../../support/fetch-wrappers.ts";
 import { lockSet } from "../../support/lock-set.ts";
+import { until } from "../../support/until.ts";
 import { uniquePrefix, upstash } from "../../support/upstash.ts";
 
 describe("an aborted call", () => {
@@ -41,5 +44,28 @@ describe("an aborted call while Redis is too slow to answer", () => {
       locks.acquire("job", { waitMs: 5_000, signal: controller.signal }).catch((error: unknown) => error));
     expect(controller.signal.aborted).toBe(true);
     expect(outcome).toBe(controller.signal.reason);
+  });
+});
+
+describe("a call that gives up its place in line", () => {
+  // As a call gives up, its process often shuts down: the EVAL after a NOSCRIPT might never go.
+  it("sends its leave in one request, as text, never EVALSHA first", async () => {
+    const prefix = uniquePrefix("leave-as-text");
+    const holder = await lockSet(prefix).acquire("job");
+    const real = upstash();
+    const sent: string[] = [];
+    const leaveSha1 = await scriptSha1(scripts.leave);
+    const redis: RedisClient = {
+      evalsha: (sha, keys, args) => (sent.push(sha === leaveSha1 ? "EVALSHA leave" : "EVALSHA"), real.evalsha(sha, keys, args)),
+      eval: (text, keys, args) => (sent.push(text === scripts.leave.text ? "EVAL leave" : "EVAL"), real.eval(text, keys, args)),
+    };
+    const controller = new AbortController();
+    const waiting = createLocks({ redis, prefix }).acquire("job", { waitMs: 10_000, wake: "poll", signal: controller.signal });
+    await until(async () => (await lockSet(prefix).inspect("job")).waiters === 1, 5_000);
+    controller.abort();
+    await waiting.catch(() => undefined);
+    await until(async () => (await lockSet(prefix).inspect("job")).waiters === 0, 5_000);
+    expect(sent.filter((call) => call.endsWith("leave"))).toEqual(["EVAL leave"]);
+    await holder.release();
   });
 });
