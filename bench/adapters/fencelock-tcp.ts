@@ -52,27 +52,3 @@ function timeoutAsUndefined(error: unknown): undefined {
   if (error instanceof LockTimeoutError) return undefined;
   throw error;
 }
-
-/**
- * Puts leave.lua in Redis' script cache with one wait that times out, its connection left open
- * until the leave has landed. The bench closes each client's connection as soon as its run ends,
- * and the first leave of a fresh Redis is an EVALSHA that answers NOSCRIPT: its EVAL fallback then
- * meets a closed connection, and a hold release.lua had handed the departed waiter stays for a
- * whole lease (10 s), stalling the next runs on that name (seen: 2 of 5 rounds with no section).
- * An application that closes its connection right after aborting its first wait would see the same.
- */
-export async function loadLeaveScript(endpoint: Endpoint): Promise<void> {
-  const [a, b] = [await countedConnection(endpoint.redisUrl), await countedConnection(endpoint.redisUrl)];
-  try {
-    const holder = await createLocks({ redis: fromIoredis(a), prefix: "bench-tcp" }).acquire("tcp:load-leave");
-    await createLocks({ redis: fromIoredis(b), prefix: "bench-tcp" }).acquire("tcp:load-leave", { waitMs: 50 }).then(
-      () => Promise.reject(new Error("loadLeaveScript: the lock was not busy")),
-      (error: unknown) => (error instanceof LockTimeoutError ? undefined : Promise.reject(error)),
-    );
-    // The leave runs in the background: EVALSHA, NOSCRIPT, then EVAL.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    await holder.release();
-  } finally {
-    await Promise.allSettled([a.quit(), b.quit()]);
-  }
-}

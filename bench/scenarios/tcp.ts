@@ -2,7 +2,7 @@
 // and a raw SET NX PX floor, all over ioredis to the same standalone redis-server: like for like.
 import { loadavg } from "node:os";
 import { Redis as IORedis } from "ioredis";
-import { fencelockTcpLibrary, loadLeaveScript } from "../adapters/fencelock-tcp.ts";
+import { fencelockTcpLibrary } from "../adapters/fencelock-tcp.ts";
 import { rawFloorTcpLibrary } from "../adapters/raw-floor-tcp.ts";
 import { redisSemaphoreLibrary } from "../adapters/redis-semaphore.ts";
 import { redlockLibrary } from "../adapters/redlock.ts";
@@ -71,7 +71,6 @@ export async function runTcp(endpoint: Endpoint, stats: RedisStats, plan: TcpPla
   const uncontended = await runUncontended(uncontendedLibraries, plan.uncontended, stats);
   await stats.flush();
   const ping = await pings(endpoint.redisUrl, plan.ping);
-  await loadLeaveScript(endpoint);
   const contention = await runTcpContention([ours, ...peers], plan.contention, stats);
   await stats.flush();
   return {
