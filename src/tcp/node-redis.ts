@@ -68,9 +68,10 @@ export function fromNodeRedis(redis: NodeRedisClient | NodeRedisCluster, options
   }
   // The default mapping, whatever the client's own: integers as numbers, text as strings (not Buffers).
   const scripts = redis.withTypeMapping({});
+  const run = (call: () => Promise<unknown>) => (redis.isOpen ? retriedWhileMoving(call).then(withNumbers) : notConnected());
   const client: RedisClient = {
-    evalsha: (sha1, keys, args) => (redis.isOpen ? scripts.evalSha(sha1, { keys, arguments: args }).then(withNumbers) : notConnected()),
-    eval: (script, keys, args) => (redis.isOpen ? scripts.eval(script, { keys, arguments: args }).then(withNumbers) : notConnected()),
+    evalsha: (sha1, keys, args) => run(() => scripts.evalSha(sha1, { keys, arguments: args })),
+    eval: (script, keys, args) => run(() => scripts.eval(script, { keys, arguments: args })),
     subscribe: sharedSubscriber(() => (cluster ? clusterConnection(cluster, false) : duplicateConnection(redis))),
   };
   if (pubsub === "sharded" && cluster) client.ssubscribe = sharedSubscriber(() => clusterConnection(cluster, true));
@@ -91,6 +92,26 @@ function checkClient(redis: unknown): asserts redis is NodeRedisClient | NodeRed
     ? "this looks like an @upstash/redis client, or one fromNodeRedis() already made: pass it to createLocks as it is"
     : "expected a client from createClient() or createCluster() of the redis package (6 or later)";
   throw new LockConfigError("node-redis client", [issue]);
+}
+
+/** As ioredis does: TRYAGAIN every 100 ms, 16 times at most. */
+const TRYAGAIN_MS = 100;
+const TRYAGAIN_TIMES = 16;
+
+/**
+ * A script call, sent again while its slot is being moved: Redis then answers TRYAGAIN (some of a
+ * lock's keys, such as an empty queue, do not exist) without running it, and node-redis follows
+ * only MOVED and ASK. runScript's timeout still bounds the whole.
+ */
+async function retriedWhileMoving(call: () => Promise<unknown>): Promise<unknown> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await call();
+    } catch (error) {
+      if (tries === TRYAGAIN_TIMES || !String((error as Error | undefined)?.message).startsWith("TRYAGAIN")) throw error;
+      await new Promise((resolve) => setTimeout(resolve, TRYAGAIN_MS));
+    }
+  }
 }
 
 function notConnected(): Promise<never> {
