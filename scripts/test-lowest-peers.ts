@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 const root = fileURLToPath(new URL("..", import.meta.url));
 const bin = (name: string) => join(root, "node_modules", ".bin", name);
 
-/** The files that use @upstash/redis's streams, hono's middleware and zod's checks (core and local) in earnest. */
+/** The files that use @upstash/redis's streams, hono's middleware, zod's checks (core and local) and the TCP clients in earnest. */
 const FILES = [
   "test/node/waiting/push/stream.test.ts",
   "test/node/waiting/push/fallbacks.test.ts",
@@ -26,6 +26,10 @@ const FILES = [
   "test/node/core/options.test.ts",
   "test/node/local/subscribe.test.ts",
   "test/node/local/cli.test.ts",
+  "test/node/tcp/ioredis/standalone.test.ts",
+  "test/node/tcp/ioredis/push.test.ts",
+  "test/node/tcp/node-redis/standalone.test.ts",
+  "test/node/tcp/node-redis/cluster.test.ts",
 ];
 
 /** The version package-lock.json (and so `npm ci`) installs: what goes back, whatever node_modules held. */
