@@ -57,7 +57,8 @@ export function runScript(
     const fail = (error: unknown) => reject(error instanceof LockConfigError ? error : unavailable(error, script, timeoutMs, secrets));
     // The client's own retries go on in the background after the timeout; their late result is
     // ignored, and a lease they might create lapses by its TTL.
-    const timer = setTimeout(() => fail(new RequestTimeout()), timeoutMs);
+    let late = false;
+    const timer = setTimeout(() => ((late = true), fail(new RequestTimeout())), timeoutMs);
     const answered = (reply: unknown) => {
       clearTimeout(timer);
       // Our scripts answer flat arrays of integers and strings.
@@ -65,8 +66,10 @@ export function runScript(
       else reject(unexpectedReply(script, reply));
     };
     const failed = (error: unknown) => (clearTimeout(timer), fail(error));
+    // Past the timeout the script has not run, and must not: the caller has given up, and its leave
+    // may already have gone ahead of this EVAL on the connection, with nothing yet to give back.
     const evalOnNoScript = (error: unknown) =>
-      messageOf(error).includes("NOSCRIPT") ? send(() => redis.eval(script.text, keys, args), answered, failed) : failed(error);
+      !messageOf(error).includes("NOSCRIPT") ? failed(error) : late ? undefined : send(() => redis.eval(script.text, keys, args), answered, failed);
     send(() => {
       if (script.asText) return redis.eval(script.text, keys, args);
       const sha1 = scriptSha1(script);
