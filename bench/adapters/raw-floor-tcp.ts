@@ -2,17 +2,8 @@ import type { Redis as IORedis } from "ioredis";
 import { countedConnection } from "../harness/requests.ts";
 import type { Endpoint } from "../harness/server.ts";
 import { sleep } from "../harness/timing.ts";
+import { COMPARE_AND_DELETE, COMPARE_AND_EXTEND, LEASE_MS, RETRY_MS, type RawHandle } from "./raw-floor.ts";
 import { untilAcquired, type Library, type LockAdapter } from "./types.ts";
-
-const LEASE_MS = 10_000;
-const RETRY_MS = 50;
-const COMPARE_AND_DELETE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`;
-const COMPARE_AND_EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) end return 0`;
-
-interface RawHandle {
-  key: string;
-  token: string;
-}
 
 type Scripted = IORedis & {
   rawRelease(key: string, token: string): Promise<number>;

@@ -3,12 +3,13 @@ import type { Endpoint } from "../harness/server.ts";
 import { sleep } from "../harness/timing.ts";
 import { untilAcquired, type Library, type LockAdapter } from "./types.ts";
 
-const LEASE_MS = 10_000;
-const RETRY_MS = 50;
-const COMPARE_AND_DELETE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`;
-const COMPARE_AND_EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) end return 0`;
+export const LEASE_MS = 10_000;
+export const RETRY_MS = 50;
+export const COMPARE_AND_DELETE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`;
+export const COMPARE_AND_EXTEND = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) end return 0`;
 
-interface RawHandle {
+/** A raw floor's lock: its key, and the token only its holder knows. */
+export interface RawHandle {
   key: string;
   token: string;
 }
