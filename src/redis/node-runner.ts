@@ -2,7 +2,7 @@
 import type { LockState } from "../core/backend.ts";
 import type { RedisClient } from "../core/client.ts";
 import { lockKeyList, type KeyBase } from "../core/keys.ts";
-import { integers, runScript, type Integers } from "./run-script.ts";
+import { integers, runScriptThen, type Integers } from "./run-script.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
 export interface NodeConfig {
@@ -17,7 +17,7 @@ export interface NodeConfig {
  */
 export type Run = (script: LuaScript, name: string, args: (string | number)[], owner: string, fence?: number) => Promise<Integers>;
 
-/** As Run, handing the reply to `read` in the same step: one promise less a call, for the reason runScript gives. */
+/** As Run, handing the reply to `read` in the same step: one promise less a call, for the reason runScriptThen gives. */
 export type RunAndRead = <T>(
   script: LuaScript, name: string, args: (string | number)[], owner: string, fence: number | undefined, read: (reply: Integers) => T,
 ) => Promise<T>;
@@ -31,8 +31,7 @@ export function nodeRunner(config: NodeConfig): Run {
 /** Runs lock scripts on one Redis, each reply read by the caller's `read`. */
 export function nodeReader({ redis, keyBase, timeoutMs }: NodeConfig): RunAndRead {
   return (script, name, args, owner, fence, read) =>
-    runScript(redis, script, lockKeyList(keyBase(name), fence), args, { timeoutMs, secrets: [owner] })
-      .then((reply) => read(integers(reply, script)));
+    runScriptThen(redis, script, lockKeyList(keyBase(name), fence), args, { timeoutMs, secrets: [owner] }, (reply) => read(integers(reply, script)));
 }
 
 /** One node's answer to inspect.lua, as a LockState. */

@@ -36,20 +36,27 @@ export function scriptSha1(script: LuaScript): string | Promise<string> {
   return digest;
 }
 
+/** Runs a script (as runScriptThen), resolving with its reply as it is. */
+export function runScript(redis: RedisClient, script: LuaScript, keys: string[], values: readonly (string | number)[], options: RunOptions): Promise<Reply> {
+  return runScriptThen(redis, script, keys, values, options, (reply) => reply);
+}
+
 /**
  * Runs a script: EVALSHA first, EVAL only when the server answers NOSCRIPT (or for a script sent
- * asText). Numbers go as decimal text. One promise and callbacks rather than nested async
- * functions: where async hooks are on (AsyncLocalStorage, as tracing agents and frameworks use),
- * every await costs a promise, and a call made about ten.
+ * asText). Numbers go as decimal text. Resolves with what `read` makes of the reply, or rejects
+ * with what it throws. One promise and callbacks rather than nested async functions or a `then`
+ * more: where async hooks are on (AsyncLocalStorage, as tracing agents and frameworks use), every
+ * promise costs, and a call made about ten.
  */
-export function runScript(
+export function runScriptThen<T>(
   redis: RedisClient,
   script: LuaScript,
   keys: string[],
   values: readonly (string | number)[],
   { timeoutMs, secrets }: RunOptions,
-): Promise<Reply> {
-  return new Promise<Reply>((resolve, reject) => {
+  read: (reply: Reply) => T,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
     // A throw here rejects with that error as it is, before any timer starts.
     checkConfigured(redis);
     const args = values.map(String);
@@ -62,8 +69,12 @@ export function runScript(
     const answered = (reply: unknown) => {
       clearTimeout(timer);
       // Our scripts answer flat arrays of integers and strings.
-      if (Array.isArray(reply) && reply.every((v) => typeof v === "number" || typeof v === "string")) resolve(reply);
-      else reject(unexpectedReply(script, reply));
+      if (!Array.isArray(reply) || !reply.every((v) => typeof v === "number" || typeof v === "string")) return reject(unexpectedReply(script, reply));
+      try {
+        resolve(read(reply));
+      } catch (error) {
+        reject(error);
+      }
     };
     const failed = (error: unknown) => (clearTimeout(timer), fail(error));
     // Past the timeout the script has not run, and must not: the caller has given up, and its leave
