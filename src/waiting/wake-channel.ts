@@ -117,8 +117,11 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     },
     leave(ticket) {
       members.delete(ticket);
+      if (members.size > 0) return;
       // Only with a stream to close: a timer per uncontended acquire would cost time, and keep a Node process alive 2 s.
-      if (members.size === 0 && (live || pending)) idleTimer = setTimeout(closeWhenIdle, IDLE_MS);
+      if (live || pending) idleTimer = setTimeout(closeWhenIdle, IDLE_MS);
+      // Nothing open: a per-lock channel (Cluster) goes now, or every lock ever taken would keep one.
+      else onIdle?.();
     },
     keepOpen() {
       const now = performance.now();

@@ -91,6 +91,16 @@ describe("a lock set's stream", () => {
     expect(channelFor("p:{a}:lock")).not.toBe(a);
   });
 
+  it("on a client with ssubscribe, is forgotten as soon as a wait that opened none ends, as an uncontended acquire's", () => {
+    const { redis, seen } = fakeClient();
+    const channelFor = wakeChannels({ ...redis, subscribe: undefined, ssubscribe: redis.subscribe }, () => undefined);
+    const first = channelFor("p:{a}:lock");
+    pushWaiter(first, TICKET, OWNER).close();
+    // A fresh one: the lock set keeps none for locks nobody waits on.
+    expect(channelFor("p:{a}:lock")).not.toBe(first);
+    expect(seen.subscribed).toBe(0);
+  });
+
   it("is opened afresh every minute beside the old one, and closed 2 s after its last waiter leaves", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const { redis, seen } = fakeClient();
