@@ -50,7 +50,7 @@ function checkHashTag(tag: unknown, name: string): string {
   // Redis's tag ends at the first "}", and an empty one hashes the whole key instead.
   if (typeof tag !== "string" || !/^[^{}]{1,512}$/.test(tag) || !tag.isWellFormed()) {
     throw new LockConfigError("hashTag", [
-      `for lock "${name}" it returned ${JSON.stringify(tag)}: expected 1-512 characters without { or }, such as "user:42" for keys tagged {user:42}`,
+      `for lock "${name}" it returned ${typeof tag == "string" ? JSON.stringify(tag.slice(0, 40)) : typeof tag}: expected 1-512 characters without { or }, such as "user:42" for keys tagged {user:42}`,
     ]);
   }
   return tag;

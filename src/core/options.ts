@@ -14,7 +14,8 @@ export const ms = (min: number, max: number) =>
 const CLIENT_EXAMPLE = "a Redis client such as new Redis({ url, token }) from @upstash/redis";
 
 /** An ioredis or node-redis client passed as it is: its methods take other arguments than @upstash/redis's. */
-const unwrappedTcp = (v: unknown) => typeof (v as { duplicate?: unknown } | null)?.duplicate === "function";
+const unwrappedTcp = (v: unknown) =>
+  typeof (v as { duplicate?: unknown } | null)?.duplicate === "function" && ("status" in (v as object) || "isOpen" in (v as object));
 
 const isClient = (v: unknown): v is RedisClient =>
   typeof (v as RedisClient | undefined)?.evalsha === "function" && typeof (v as RedisClient | undefined)?.eval === "function" && !unwrappedTcp(v);

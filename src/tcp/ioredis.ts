@@ -1,22 +1,13 @@
 // fromIoredis: an ioredis Redis, Sentinel or Cluster client as fencelock's RedisClient.
 import type { Cluster, Redis } from "ioredis";
-import * as z from "zod/mini";
 import type { RedisClient } from "../core/client.ts";
-import { LockConfigError } from "../core/errors.ts";
-import { parseOptions } from "../core/options.ts";
 import { clusterRouter, serverRouter, SubscriberGroup, type PubSub, type Router } from "./ioredis-pubsub.ts";
+import { notTheClient, pubsubOf, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
 import { sharedSubscriber } from "./shared-subscriber.ts";
 
-const optionsSchema = z.strictObject({
-  /**
-   * Redis Cluster: how push wake-ups travel. "sharded" (the default, Redis 7+): SSUBSCRIBE on the
-   * node that holds the lock's slot. "classic": SUBSCRIBE, which every node relays (Redis 6).
-   */
-  pubsub: z.optional(z.enum(["sharded", "classic"], 'expected "sharded" or "classic"')),
-}, "expected an options object");
-
-export type IoredisOptions = z.input<typeof optionsSchema>;
+/** fromIoredis's options: `pubsub` for a Cluster. */
+export type IoredisOptions = AdapterOptions;
 
 /**
  * An ioredis client (`new Redis(...)`, with `sentinels` too, or `new Cluster(...)`) as the
@@ -29,11 +20,8 @@ export type IoredisOptions = z.input<typeof optionsSchema>;
  */
 export function fromIoredis(client: Redis | Cluster, options?: IoredisOptions): RedisClient {
   checkClient(client);
-  const { pubsub } = parseOptions(optionsSchema, options, "fromIoredis options");
   const cluster = isCluster(client);
-  if (!cluster && pubsub) {
-    throw new LockConfigError("fromIoredis options", ["pubsub: only for a Cluster client; a single Redis has one kind of pub/sub"]);
-  }
+  const pubsub = pubsubOf(options, cluster, "fromIoredis");
   // ioredis takes the number of keys, then keys and arguments in one list.
   const redis: RedisClient = {
     evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args).then(withNumbers),
@@ -41,7 +29,8 @@ export function fromIoredis(client: Redis | Cluster, options?: IoredisOptions): 
   };
   if (!cluster) return { ...redis, subscribe: shared(client, "classic", () => serverRouter(client)) };
   const classic = shared(client, "classic", () => clusterRouter(client, "classic"));
-  if ((pubsub ?? "sharded") === "classic") return { ...redis, subscribe: classic };
+  // A key prefix with braces would move the lock keys' slot, and release.lua's shard channel with it.
+  if (pubsub === "classic" || /[{}]/.test(client.options.keyPrefix ?? "")) return { ...redis, subscribe: classic };
   return { ...redis, subscribe: classic, ssubscribe: shared(client, "sharded", () => clusterRouter(client, "sharded")) };
 }
 
@@ -66,11 +55,5 @@ function isCluster(client: Redis | Cluster): client is Cluster {
 /** Throws a LockConfigError that says what to pass, for anything but an ioredis client. */
 function checkClient(client: unknown): asserts client is Redis | Cluster {
   const has = (method: string) => typeof (client as Record<string, unknown> | null | undefined)?.[method] === "function";
-  if (has("evalsha") && has("eval") && has("duplicate") && has("on")) return;
-  const issue = has("evalSha")
-    ? "this looks like a client of the redis package (node-redis): use fencelock/node-redis for it"
-    : has("evalsha")
-    ? "this looks like an @upstash/redis client, or one fromIoredis() already made: pass it to createLocks as it is"
-    : 'expected an ioredis client: new Redis(url) or new Cluster(nodes) from "ioredis"';
-  throw new LockConfigError("fromIoredis client", [issue]);
+  if (!(has("evalsha") && has("eval") && has("duplicate") && has("on"))) throw notTheClient(client, "fromIoredis");
 }

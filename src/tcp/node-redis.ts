@@ -1,8 +1,7 @@
 // fromNodeRedis: a client or cluster of the official `redis` package as fencelock's RedisClient.
-import * as z from "zod/mini";
 import type { RedisClient } from "../core/client.ts";
 import { LockConfigError } from "../core/errors.ts";
-import { parseOptions } from "../core/options.ts";
+import { notTheClient, pubsubOf, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
 import { sharedSubscriber, type SubscriberConnection } from "./shared-subscriber.ts";
 
@@ -41,15 +40,8 @@ export interface NodeRedisCluster extends NodeRedisClient {
   nodeClient(node: never): unknown;
 }
 
-const optionsSchema = z.strictObject({
-  /**
-   * Redis Cluster: how waiters hear a release (default "sharded"). "sharded" listens with SSUBSCRIBE
-   * on each lock's own node (Redis 7+); "classic" uses SUBSCRIBE, whose messages every node relays.
-   */
-  pubsub: z.optional(z.enum(["sharded", "classic"], 'expected "sharded" or "classic"')),
-}, "expected an options object such as { pubsub: \"classic\" }");
-
-export type NodeRedisOptions = z.input<typeof optionsSchema>;
+/** fromNodeRedis's options: `pubsub` for a cluster. */
+export type NodeRedisOptions = AdapterOptions;
 
 /**
  * A node-redis client or cluster, connected, as the `redis` of createLocks and createFencedStore:
@@ -62,10 +54,7 @@ export type NodeRedisOptions = z.input<typeof optionsSchema>;
 export function fromNodeRedis(redis: NodeRedisClient | NodeRedisCluster, options?: NodeRedisOptions): RedisClient {
   checkClient(redis);
   const cluster = isCluster(redis) ? redis : undefined;
-  const { pubsub = cluster ? "sharded" : "classic" } = parseOptions(optionsSchema, options, "fromNodeRedis options");
-  if (pubsub === "sharded" && !cluster) {
-    throw new LockConfigError("fromNodeRedis options", ['pubsub: "sharded" is for a cluster from createCluster(); leave it out for a single server']);
-  }
+  const pubsub = pubsubOf(options, cluster !== undefined, "fromNodeRedis");
   // The default mapping, whatever the client's own: integers as numbers, text as strings (not Buffers).
   const scripts = redis.withTypeMapping({});
   const run = (call: () => Promise<unknown>) => (redis.isOpen ? retriedWhileMoving(call).then(withNumbers) : notConnected());
@@ -85,13 +74,7 @@ function isCluster(redis: NodeRedisClient | NodeRedisCluster): redis is NodeRedi
 /** Throws a LockConfigError that says what to pass, for anything but a node-redis client or cluster. */
 function checkClient(redis: unknown): asserts redis is NodeRedisClient | NodeRedisCluster {
   const has = (method: string) => typeof (redis as Record<string, unknown> | null | undefined)?.[method] === "function";
-  if (["evalSha", "eval", "withTypeMapping", "subscribe", "duplicate", "on"].every(has)) return;
-  const issue = has("evalsha") && has("duplicate")
-    ? "this looks like an ioredis client: use fromIoredis from fencelock/ioredis for it"
-    : has("evalsha")
-    ? "this looks like an @upstash/redis client, or one fromNodeRedis() already made: pass it to createLocks as it is"
-    : "expected a client from createClient() or createCluster() of the redis package (6 or later)";
-  throw new LockConfigError("node-redis client", [issue]);
+  if (!["evalSha", "eval", "withTypeMapping", "subscribe", "duplicate", "on"].every(has)) throw notTheClient(redis, "fromNodeRedis");
 }
 
 /** As ioredis does: TRYAGAIN every 100 ms, 16 times at most. */

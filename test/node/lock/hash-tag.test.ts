@@ -40,6 +40,7 @@ describe("a lock set with hashTag", () => {
     ["a tag with a brace", () => "user}42"],
     ["a tag that is no string", () => 42 as unknown as string],
     ["a tag over 512 characters", () => "t".repeat(513)],
+    ["a bigint", () => 42n as unknown as string],
   ])("refuses %s before anything reaches Redis, and says what a tag must be", async (_, hashTag) => {
     const prefix = uniquePrefix("tag-bad");
     const locks = createLocks({ redis: upstash(), prefix, hashTag });

@@ -36,7 +36,7 @@ describe("fromIoredis", () => {
   it("refuses what is not an ioredis client, saying what to pass", () => {
     expect(configError(() => fromIoredis(upstash() as never)).message).toMatch(/@upstash\/redis client.*pass it to createLocks as it is/);
     expect(configError(() => fromIoredis(fromIoredis(ioredis) as never)).message).toMatch(/already made/);
-    expect(configError(() => fromIoredis(createClient() as never)).message).toMatch(/use fencelock\/node-redis/);
+    expect(configError(() => fromIoredis(createClient() as never)).message).toMatch(/use fromNodeRedis from fencelock\/node-redis/);
     for (const wrong of [undefined, null, {}, "redis://127.0.0.1"]) {
       expect(configError(() => fromIoredis(wrong as never)).message).toMatch(/expected an ioredis client: new Redis\(url\) or new Cluster\(nodes\)/);
     }
@@ -45,13 +45,20 @@ describe("fromIoredis", () => {
   it("checks its options", () => {
     expect(configError(() => fromIoredis(cluster, { pubsub: "sharp" as never })).message).toMatch(/pubsub: expected "sharded" or "classic"/);
     expect(configError(() => fromIoredis(cluster, { sharded: true } as never)).message).toMatch(/unknown option "sharded"/);
-    expect(configError(() => fromIoredis(ioredis, { pubsub: "classic" })).message).toMatch(/pubsub: only for a Cluster client/);
+    expect(configError(() => fromIoredis(ioredis, { pubsub: "sharded" })).message).toMatch(/pubsub: "sharded" is for a Cluster client; a single server has classic pub\/sub only/);
   });
 
   it("subscribes by shard channel on a Cluster unless told classic, and never on a single Redis", () => {
     expect(Object.keys(fromIoredis(ioredis)).sort()).toEqual(["eval", "evalsha", "subscribe"]);
     expect(Object.keys(fromIoredis(cluster)).sort()).toEqual(["eval", "evalsha", "ssubscribe", "subscribe"]);
     expect(Object.keys(fromIoredis(cluster, { pubsub: "classic" })).sort()).toEqual(["eval", "evalsha", "subscribe"]);
+    expect(Object.keys(fromIoredis(ioredis, { pubsub: "classic" })).sort()).toEqual(["eval", "evalsha", "subscribe"]);
+  });
+
+  it("subscribes by classic channel on a Cluster whose key prefix has braces: they would move the lock keys' slot from the shard channel's", () => {
+    const braced = new Cluster([{ host: "127.0.0.1", port: 1 }], { lazyConnect: true, keyPrefix: "{app}:" });
+    expect(Object.keys(fromIoredis(braced)).sort()).toEqual(["eval", "evalsha", "subscribe"]);
+    braced.disconnect();
   });
 });
 

@@ -50,7 +50,7 @@ describe("fromNodeRedis refuses", () => {
     expect(() => fromNodeRedis(single, { pubSub: "classic" } as never)).toThrow('unknown option "pubSub"');
     expect(() => fromNodeRedis(single, { pubsub: "fast" } as never)).toThrow('pubsub: expected "sharded" or "classic"');
     expect(() => fromNodeRedis(single, "classic" as never)).toThrow("expected an options object");
-    expect(() => fromNodeRedis(single, { pubsub: "sharded" })).toThrow('pubsub: "sharded" is for a cluster from createCluster()');
+    expect(() => fromNodeRedis(single, { pubsub: "sharded" })).toThrow('pubsub: "sharded" is for a Cluster client; a single server has classic pub/sub only');
     expect(fromNodeRedis(single, { pubsub: "classic" }).ssubscribe).toBeUndefined();
   });
 });
