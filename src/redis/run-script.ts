@@ -62,12 +62,17 @@ export function runScriptThen<T>(
     const args = values.map(String);
     // An adapter's LockConfigError (a client not connected) says what to fix: it goes as it is.
     const fail = (error: unknown) => reject(error instanceof LockConfigError ? error : unavailable(error, script, timeoutMs, secrets));
-    // The client's own retries go on in the background after the timeout; their late result is
-    // ignored, and a lease they might create lapses by its TTL.
-    let late = false;
-    const timer = setTimeout(() => ((late = true), fail(new RequestTimeout())), timeoutMs);
+    // The client's own retries go on in the background after the timeout: their result is ignored,
+    // and requestEnded() tells when they are over. Made only on a timeout, to cost nothing otherwise.
+    let ended: (() => void) | undefined;
+    const timer = setTimeout(() => {
+      const error = unavailable(new RequestTimeout(), script, timeoutMs, secrets);
+      stillOut.set(error, new Promise<void>((resolve) => (ended = resolve)));
+      reject(error);
+    }, timeoutMs);
     const answered = (reply: unknown) => {
       clearTimeout(timer);
+      ended?.();
       // Our scripts answer flat arrays of integers and strings.
       if (!Array.isArray(reply) || !reply.every((v) => typeof v === "number" || typeof v === "string")) return reject(unexpectedReply(script, reply));
       try {
@@ -76,17 +81,31 @@ export function runScriptThen<T>(
         reject(error);
       }
     };
-    const failed = (error: unknown) => (clearTimeout(timer), fail(error));
-    // Past the timeout the script has not run, and must not: the caller has given up, and its leave
-    // may already have gone ahead of this EVAL on the connection, with nothing yet to give back.
-    const evalOnNoScript = (error: unknown) =>
-      !messageOf(error).includes("NOSCRIPT") ? failed(error) : late ? undefined : send(() => redis.eval(script.text, keys, args), answered, failed);
+    const failed = (error: unknown) => (clearTimeout(timer), ended?.(), fail(error));
+    // Past the timeout the script has not run, and need not: the caller has given up.
+    const evalOnNoScript = (error: unknown) => {
+      if (!messageOf(error).includes("NOSCRIPT")) failed(error);
+      else if (ended) ended();
+      else send(() => redis.eval(script.text, keys, args), answered, failed);
+    };
     send(() => {
       if (script.asText) return redis.eval(script.text, keys, args);
       const sha1 = scriptSha1(script);
       return typeof sha1 == "string" ? redis.evalsha(sha1, keys, args) : sha1.then((hex) => redis.evalsha(hex, keys, args));
     }, answered, evalOnNoScript);
   });
+}
+
+/** The end of the request behind each call that timed out, by the error the call rejected with. */
+const stillOut = new WeakMap<object, Promise<void>>();
+
+/**
+ * When the request behind a failed call can no longer change anything: once it has ended if the
+ * call timed out (the client may still retry it), else now. What gives back a hold such a request
+ * may take waits for this, or the request could land after it and keep the hold for a whole lease.
+ */
+export function requestEnded(error: unknown): Promise<void> {
+  return (typeof error == "object" && error && stillOut.get(error)) || Promise.resolve();
 }
 
 /** Sends a request and hands on its outcome; a client that throws at once fails as one that rejects. */

@@ -109,3 +109,26 @@ describe("hand-written glue over ioredis with stringNumbers (no adapter)", () =>
     }
   });
 });
+
+describe("an acquire whose request outlives its timeoutMs", () => {
+  // As a client that retries in the background (TRYAGAIN while a slot moves, a dropped connection):
+  // the script lands after the call gave up, and the give-back must come after it, not before.
+  it("gives back the hold that request takes when it lands, not before it", async () => {
+    const prefix = uniquePrefix("late-request");
+    const real = upstash();
+    let landed = false;
+    const delayed = (send: () => Promise<unknown>) =>
+      new Promise((resolve) => setTimeout(resolve, 1_200)).then(send).finally(() => (landed = true));
+    const client: RedisClient = {
+      evalsha: (sha, keys, args) => (landed ? real.evalsha(sha, keys, args) : delayed(() => real.evalsha(sha, keys, args))),
+      eval: (text, keys, args) => real.eval(text, keys, args),
+    };
+    const locks = createLocks({ redis: client, prefix, leaseMs: LEASE_MS, timeoutMs: 300 });
+    // acquire.lua loaded: the late EVALSHA runs, rather than answering NOSCRIPT.
+    await (await createLocks({ redis: upstash(), prefix }).tryAcquire("warm"))?.release();
+    const error = await rejection(locks.tryAcquire("job"));
+    expect(error.message).toMatch(/no answer within 300ms/);
+    await until(async () => landed, 5_000);
+    await freeAtOnce(createLocks({ redis: upstash(), prefix }), "job");
+  });
+});

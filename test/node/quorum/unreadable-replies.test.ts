@@ -2,6 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLocks, LockUnavailableError, QuorumUnavailableError, type Locks, type RedisClient } from "../../../src/index.ts";
 import { lockKeys } from "../../../src/core/keys.ts";
+import { scriptSha1 } from "../../../src/redis/run-script.ts";
+import * as scripts from "../../../src/redis/scripts.gen.ts";
 import { QuorumNodes } from "../../support/quorum/nodes.ts";
 import { sleep } from "../../../src/waiting/backoff.ts";
 import { until } from "../../support/until.ts";
@@ -97,6 +99,31 @@ describe.each([
     await until(async () => (await observer.inspect("job")).nodes?.[0]?.held === false, 5_000);
     expect((await observer.inspect("job")).nodes?.[2]?.held).toBe(false);
     await other.release();
+    await freeOnEveryNode(observer, "job");
+  });
+});
+
+describe("on 3 nodes, one whose request outlives timeoutMs", () => {
+  // As a client retrying in the background: the script lands on that node after the call moved on.
+  it("has what that request takes given back when it lands, not before it", async () => {
+    const prefix = uniquePrefix("q-late-request");
+    const observer = rig.locks(prefix);
+    await (await observer.tryAcquire("warm"))?.release(); // scripts loaded on every node
+    let landed = false;
+    const late = rig.clients[2]!;
+    const acquireSha1 = await scriptSha1(scripts.acquire);
+    const delayed: RedisClient = {
+      evalsha: (sha, keys, args) =>
+        sha !== acquireSha1 || landed
+          ? late.evalsha(sha, keys, args)
+          : sleep(1_500).then(() => late.evalsha(sha, keys, args)).finally(() => (landed = true)),
+      eval: (text, keys, args) => late.eval(text, keys, args),
+    };
+    const locks = createLocks({ redis: [rig.clients[0]!, rig.clients[1]!, delayed], prefix, leaseMs: LEASE_MS, timeoutMs: 300 });
+    const lease = await locks.tryAcquire("job");
+    expect(lease).not.toBeNull();
+    await lease!.release();
+    await until(async () => landed, 5_000);
     await freeOnEveryNode(observer, "job");
   });
 });
