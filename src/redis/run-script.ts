@@ -187,10 +187,10 @@ export function integers(reply: Reply, script: LuaScript): Integers {
 export function unexpectedReply(script: LuaScript, reply?: unknown): LockUnavailableError {
   const array = Array.isArray(reply);
   let shown = "";
-  let text;
+  let text: boolean | undefined;
   try {
     if (reply !== undefined) shown = ` ${array ? `[${reply}]` : reply}`.replace(/\w{17,}/g, "…").slice(0, 99);
-    text = array && reply.length && reply.every((v) => typeof v != "number" && /^-?\d+$/.test(v));
+    text = array && reply.length > 0 && reply.every((v) => typeof v != "number" && /^-?\d+$/.test(v));
   } catch {
     // A value without toString (a null-prototype object): not shown.
   }

@@ -84,7 +84,8 @@ const TRYAGAIN_TIMES = 16;
 /**
  * A script call, sent again while its slot is being moved: Redis then answers TRYAGAIN (some of a
  * lock's keys, such as an empty queue, do not exist) without running it, and node-redis follows
- * only MOVED and ASK. runScript's timeout still bounds the whole.
+ * only MOVED and ASK. A call that times out meanwhile gives back what the late script takes once
+ * this has ended (requestEnded).
  */
 async function retriedWhileMoving(call: () => Promise<unknown>): Promise<unknown> {
   for (let tries = 1; ; tries++) {
