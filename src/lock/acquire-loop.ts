@@ -4,7 +4,7 @@ import { ClockBehindError, LockConfigError, LockUnavailableError } from "../core
 import { newToken } from "../core/keys.ts";
 import type { AcquireOptions } from "../core/options.ts";
 import { Lease } from "./lease.ts";
-import { RETRY_WINDOW_MS, requestEnded } from "../redis/run-script.ts";
+import { giveBackAfter, RETRY_WINDOW_MS } from "../redis/run-script.ts";
 import { QUEUE_ALIVE_MS, sleep } from "../waiting/backoff.ts";
 import { pollWaiter, pushWaiter, type Waiter } from "../waiting/push.ts";
 import type { WakeChannel } from "../waiting/wake-channel.ts";
@@ -37,8 +37,8 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
     const queueMs = waitMs > 0 ? QUEUE_ALIVE_MS : 0;
     // True while Redis may hold a place in line for this call, or a hold it has not received.
     let queued = false;
-    // Until it ends, an attempt that timed out may still take a hold: giving back must come after it.
-    let outstanding: Promise<void> | undefined;
+    // What the last attempt failed with, if it did: one that timed out may still take a hold later.
+    let failure: unknown;
     // A lease received leaves no hold to give back; an abort meanwhile still wins. Returned, not
     // awaited, so a kept lease costs no extra turn; queued is false, so the finally only closes the waiter.
     const deliver = (lease: Lease) => ((queued = false), keepUnlessAborted(lease, opts.signal));
@@ -62,12 +62,12 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
         if (lease) return deliver(lease);
       }
     } catch (error) {
-      outstanding = requestEnded(error);
+      failure = error;
       // An abort wins over an attempt that failed while it was out, too.
       opts.signal?.throwIfAborted();
       throw error;
     } finally {
-      if (queued) leaveLine(name, ticket, opts.waitUntil, outstanding);
+      if (queued) leaveLine(name, ticket, opts.waitUntil, failure);
       waiter.close?.();
     }
   }
@@ -82,10 +82,9 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
     return lease.remainingMs() >= leaseMs / 10 ? lease : undefined;
   }
 
-  /** Leaves the line, and gives back any hold taken for this call (after `outstanding`), without making the caller wait. */
-  function leaveLine(name: string, ticket: string, waitUntil: ((work: Promise<unknown>) => void) | undefined, outstanding?: Promise<void>): void {
-    const leave = () => backend.leave(name, ticket);
-    const left = (outstanding ? outstanding.then(leave) : leave()).catch(() => undefined);
+  /** Leaves the line, and gives back any hold taken for this call (see giveBackAfter), without making the caller wait. */
+  function leaveLine(name: string, ticket: string, waitUntil: ((work: Promise<unknown>) => void) | undefined, failure: unknown): void {
+    const left = giveBackAfter(failure, () => backend.leave(name, ticket)).catch(() => undefined);
     // The runtime may stop a request's work once it answers: this must still reach Redis.
     waitUntil?.(left);
   }

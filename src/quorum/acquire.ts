@@ -3,7 +3,7 @@ import { driftMs, type BusyAttempt, type Grant } from "../core/backend.ts";
 import { QuorumUnavailableError } from "../core/errors.ts";
 import { newToken } from "../core/keys.ts";
 import type { Run } from "../redis/node-runner.ts";
-import { requestEnded, RETRY_WINDOW_MS, unexpectedReply, type Integers } from "../redis/run-script.ts";
+import { giveBackAfter, RETRY_WINDOW_MS, unexpectedReply, type Integers } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
 import type { LateGrants } from "./late-grants.ts";
 import { acquireVerdict, count, failuresOf, gather, majorityOf, settleWhen, tally, unavailable, type Answer } from "./gather.ts";
@@ -113,9 +113,7 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
       }
       // A node whose reply failed or could not be read, before the vote or after, may have granted,
       // maybe with a fence no release of the lease would match: that hold goes back.
-      // After the request's end: one that timed out may still land, and keep what it took.
-      const giveBackHere = (error: unknown) =>
-        requestEnded(error).then(() => nodes[node]!(scripts.leave, name, [ticket], "")).catch(() => undefined);
+      const giveBackHere = (error: unknown) => giveBackAfter(error, () => nodes[node]!(scripts.leave, name, [ticket], "")).catch(() => undefined);
       if (answer) return void giveBackHere(answer.error);
       call.catch(giveBackHere);
       late.track(owner, fence, call, ([granted, minted, counted], released) => {
@@ -182,7 +180,10 @@ function chooseFence(grants: readonly NodeGrant[], majority: number): number {
  * where it is still out, once it settles (a leave sent first would find nothing to give back).
  */
 function giveBack(nodes: readonly Run[], calls: readonly Promise<Integers>[], name: string, ticket: string): void {
-  calls.forEach((call, node) => call.catch(requestEnded).then(() => nodes[node]!(scripts.leave, name, [ticket], "")).catch(() => undefined));
+  calls.forEach((call, node) => {
+    const leave = () => nodes[node]!(scripts.leave, name, [ticket], "");
+    call.then(leave, (error: unknown) => giveBackAfter(error, leave)).catch(() => undefined);
+  });
 }
 
 /**

@@ -63,7 +63,7 @@ export function runScriptThen<T>(
     // An adapter's LockConfigError (a client not connected) says what to fix: it goes as it is.
     const fail = (error: unknown) => reject(error instanceof LockConfigError ? error : unavailable(error, script, timeoutMs, secrets));
     // The client's own retries go on in the background after the timeout: their result is ignored,
-    // and requestEnded() tells when they are over. Made only on a timeout, to cost nothing otherwise.
+    // and giveBackAfter() learns when they are over. Made only on a timeout, to cost nothing otherwise.
     let ended: (() => void) | undefined;
     const timer = setTimeout(() => {
       const error = unavailable(new RequestTimeout(), script, timeoutMs, secrets);
@@ -100,12 +100,14 @@ export function runScriptThen<T>(
 const stillOut = new WeakMap<object, Promise<void>>();
 
 /**
- * When the request behind a failed call can no longer change anything: once it has ended if the
- * call timed out (the client may still retry it), else now. What gives back a hold such a request
- * may take waits for this, or the request could land after it and keep the hold for a whole lease.
+ * Gives back what a failed call's request may have taken: now, and for a call that timed out once
+ * more when its request has ended, as the client may still retry it then. Now frees the lock at
+ * once when only the reply was late; the second catches a request that lands after the first.
  */
-export function requestEnded(error: unknown): Promise<void> {
-  return (typeof error == "object" && error && stillOut.get(error)) || Promise.resolve();
+export function giveBackAfter(error: unknown, giveBack: () => Promise<unknown>): Promise<unknown> {
+  const now = giveBack();
+  const out = typeof error == "object" && error && stillOut.get(error);
+  return out ? Promise.all([now, out.then(giveBack)]) : now;
 }
 
 /** Sends a request and hands on its outcome; a client that throws at once fails as one that rejects. */

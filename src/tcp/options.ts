@@ -32,7 +32,7 @@ export function notTheClient(client: unknown, adapter: "fromIoredis" | "fromNode
     : has("evalsha")
     ? `this looks like an @upstash/redis client, or one ${adapter}() already made: pass it to createLocks as it is`
     : adapter === "fromIoredis"
-    ? 'expected an ioredis client: new Redis(url) or new Cluster(nodes) from "ioredis"'
+    ? 'expected an ioredis client: new Redis(url) or new Cluster(nodes)'
     : "expected a client from createClient() or createCluster() of the redis package, connected";
   return new LockConfigError(`${adapter} client`, [issue]);
 }
