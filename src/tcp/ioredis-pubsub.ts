@@ -2,6 +2,7 @@
 // with duplicate() from the user's client, given up on any failure and made afresh on next use.
 import type { Cluster, Redis, RedisOptions } from "ioredis";
 import type { SubscriberConnection } from "./shared-subscriber.ts";
+import { shardedRefused } from "./options.ts";
 import { slotOf } from "./slot.ts";
 
 /** Classic pub/sub (SUBSCRIBE: every node hears every PUBLISH) or sharded (SSUBSCRIBE at the channel's slot). */
@@ -136,16 +137,8 @@ export class SubscriberGroup implements SubscriberConnection {
       node.moved.add(moved);
       (this.#sharded ? node.redis.ssubscribe(channel) : node.redis.subscribe(channel)).then(
         () => settle(() => resolve(true)),
-        (error: unknown) => settle(() => reject(explained(error, command))),
+        (error: unknown) => settle(() => reject(this.#sharded ? shardedRefused(error, "fromIoredis") : error)),
       );
     });
   }
-}
-
-function explained(error: unknown, command: string): Error {
-  const message = error instanceof Error ? error.message : String(error);
-  if (command === "SSUBSCRIBE" && /unknown command/i.test(message)) {
-    return new Error(`${message}: sharded pub/sub needs Redis 7 or later; pass fromIoredis(cluster, { pubsub: "classic" })`);
-  }
-  return error instanceof Error ? error : new Error(message);
 }

@@ -1,7 +1,7 @@
 // fromNodeRedis: a client or cluster of the official `redis` package as fencelock's RedisClient.
 import type { RedisClient } from "../core/client.ts";
 import { LockConfigError } from "../core/errors.ts";
-import { notTheClient, pubsubOf, type AdapterOptions } from "./options.ts";
+import { notTheClient, pubsubOf, shardedRefused, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
 import { sharedSubscriber, type SubscriberConnection } from "./shared-subscriber.ts";
 
@@ -144,7 +144,10 @@ function clusterConnection(cluster: NodeRedisCluster, sharded: boolean): Subscri
   ];
   for (const [event, handler] of events) cluster.on(event, handler);
   return {
-    subscribe: (channel) => (channels.add(channel), sharded ? cluster.sSubscribe(channel, listener) : cluster.subscribe(channel, listener)),
+    subscribe: (channel) => (
+      channels.add(channel),
+      sharded ? cluster.sSubscribe(channel, listener).catch((error: unknown) => Promise.reject(shardedRefused(error, "fromNodeRedis"))) : cluster.subscribe(channel, listener)
+    ),
     unsubscribe,
     onMessage: (next) => void (deliver = next),
     onDrop: (next) => void (drop = next),

@@ -36,3 +36,10 @@ export function notTheClient(client: unknown, adapter: "fromIoredis" | "fromNode
     : "expected a client from createClient() or createCluster() of the redis package, connected";
   return new LockConfigError(`${adapter} client`, [issue]);
 }
+
+/** A failed SSUBSCRIBE, with what to do when the server has no sharded pub/sub (before Redis 7). */
+export function shardedRefused(error: unknown, adapter: "fromIoredis" | "fromNodeRedis"): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!/unknown command/i.test(message)) return error instanceof Error ? error : new Error(message);
+  return new Error(`${message}: sharded pub/sub needs Redis 7 or later; pass ${adapter}(cluster, { pubsub: "classic" })`);
+}

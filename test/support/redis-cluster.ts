@@ -26,9 +26,9 @@ export interface RedisCluster {
 
 const SLOTS = 16384;
 
-async function startNode(): Promise<ClusterNode> {
+async function startNode(args: readonly string[] = []): Promise<ClusterNode> {
   const file = `fencelock-cluster-${process.pid}-${Math.random().toString(36).slice(2)}.conf`;
-  const server = await startRedisServer({ args: ["--cluster-enabled", "yes", "--cluster-config-file", file, "--cluster-node-timeout", "2000"] });
+  const server = await startRedisServer({ args: ["--cluster-enabled", "yes", "--cluster-config-file", file, "--cluster-node-timeout", "2000", ...args] });
   const stop = server.stop;
   server.stop = () => stop().finally(() => rmSync(join(tmpdir(), file), { force: true }));
   const admin = new Redis({ port: server.port, lazyConnect: false });
@@ -37,10 +37,13 @@ async function startNode(): Promise<ClusterNode> {
   return { server, port: server.port, id, admin };
 }
 
-/** Starts `masters` masters (and a replica of each when `replicas` is true) and waits for cluster_state:ok everywhere. */
-export async function startRedisCluster({ masters = 3, replicas = false } = {}): Promise<RedisCluster> {
-  const primaries = await Promise.all(Array.from({ length: masters }, startNode));
-  const followers = replicas ? await Promise.all(primaries.map(startNode)) : [];
+/**
+ * Starts `masters` masters (and a replica of each when `replicas` is true), each with `args` added,
+ * and waits for cluster_state:ok everywhere.
+ */
+export async function startRedisCluster({ masters = 3, replicas = false, args = [] as readonly string[] } = {}): Promise<RedisCluster> {
+  const primaries = await Promise.all(Array.from({ length: masters }, () => startNode(args)));
+  const followers = replicas ? await Promise.all(primaries.map(() => startNode(args))) : [];
   const all = [...primaries, ...followers];
   const cluster: RedisCluster = {
     masters: primaries,

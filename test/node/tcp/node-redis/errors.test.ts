@@ -1,11 +1,12 @@
 // fencelock/node-redis's errors: what is not a node-redis client, bad options, a client not
 // connected, and Redis going away mid-use (calls fail within timeoutMs, and work again once it is back).
 import { Redis } from "ioredis";
-import { createClient } from "redis";
+import { createClient, createCluster } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { createFencedStore, createLocks, LockConfigError, LockUnavailableError } from "../../../../src/index.ts";
 import { startRedisServer, type RedisServer } from "../../../../src/local/index.ts";
 import { fromNodeRedis } from "../../../../src/node-redis.ts";
+import { startRedisCluster } from "../../../support/redis-cluster.ts";
 import { until } from "../../../support/until.ts";
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -98,5 +99,21 @@ describe("fromNodeRedis when Redis goes away", () => {
     redis = await server(redis.port);
     // node-redis reconnects by itself, within 2 s of backoff.
     await until(async () => locks.tryAcquire("gate").then((lease) => lease !== null, () => false), 10_000);
+  });
+});
+
+// Redis 6 has no SSUBSCRIBE; a Redis 7 cluster with the command renamed away answers as Redis 6 would.
+describe("fromNodeRedis on a cluster without SSUBSCRIBE", () => {
+  it("fails the stream with a message that says to pass pubsub: \"classic\"", async () => {
+    const servers = await startRedisCluster({ args: ["--rename-command", "SSUBSCRIBE", ""] });
+    cleanups.push(() => servers.stop());
+    const cluster = createCluster({ rootNodes: servers.startNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) });
+    cluster.on("error", () => {});
+    await cluster.connect();
+    cleanups.push(() => cluster.destroy());
+    const stream = fromNodeRedis(cluster).ssubscribe!("fencelock.x:{a}");
+    const failure = new Promise((resolve) => stream.on("error", resolve));
+    expect(String(await failure)).toMatch(/unknown command.*sharded pub\/sub needs Redis 7 or later; pass fromNodeRedis\(cluster, \{ pubsub: "classic" \}\)/);
+    await stream.unsubscribe();
   });
 });
