@@ -63,7 +63,7 @@ export class SubscriberGroup implements SubscriberConnection {
   readonly #nodes = new Map<string, Node>();
   readonly #channels = new Map<string, Node>();
   readonly #messageListeners: ((channel: string, message: string) => void)[] = [];
-  readonly #dropListeners: ((reason: string) => void)[] = [];
+  readonly #dropListeners: ((reason: string, channels: readonly string[]) => void)[] = [];
   #closed = false;
 
   constructor(router: Router, pubsub: PubSub) {
@@ -93,7 +93,7 @@ export class SubscriberGroup implements SubscriberConnection {
     this.#messageListeners.push(listener);
   }
 
-  onDrop(listener: (reason: string) => void): void {
+  onDrop(listener: (reason: string, channels: readonly string[]) => void): void {
     this.#dropListeners.push(listener);
   }
 
@@ -116,8 +116,10 @@ export class SubscriberGroup implements SubscriberConnection {
     node.redis.on("error", (error: Error) => reason === undefined && ((reason = error.message), node.redis.disconnect()));
     node.redis.once("close", () => {
       if (this.#nodes.get(key) === node) this.#nodes.delete(key);
-      this.#channels.forEach((at, channel) => at === node && this.#channels.delete(channel));
-      if (!this.#closed) this.#dropListeners.forEach((listener) => listener(reason ?? "connection closed"));
+      // Only this node's channels lost messages: streams on other nodes' connections go on.
+      const lost = [...this.#channels].filter(([, at]) => at === node).map(([channel]) => channel);
+      lost.forEach((channel) => this.#channels.delete(channel));
+      if (!this.#closed) this.#dropListeners.forEach((listener) => listener(reason ?? "connection closed", lost));
     });
     this.#nodes.set(key, node);
     return node;

@@ -8,8 +8,11 @@ export interface SubscriberConnection {
   subscribe(channel: string): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
   onMessage(listener: (channel: string, message: string) => void): void;
-  /** The connection dropped: messages may have been lost, whatever it subscribes to again. */
-  onDrop(listener: (reason: string) => void): void;
+  /**
+   * A connection dropped: messages may have been lost on `channels` (every channel when not
+   * given), whatever it subscribes to again.
+   */
+  onDrop(listener: (reason: string, channels?: readonly string[]) => void): void;
   close(): void;
 }
 
@@ -29,10 +32,11 @@ export function sharedSubscriber(connect: () => SubscriberConnection): (channel:
     if (connection) return connection;
     const opened = connect();
     opened.onMessage((channel, message) => streams.get(channel)?.forEach((stream) => stream.emit("message", { channel, message })));
-    // Every open stream may have missed a message: each reports it, and its lock set opens another.
-    opened.onDrop((reason) => {
+    // Each stream that may have missed a message reports it, and its lock set opens another.
+    opened.onDrop((reason, channels) => {
       if (opened !== connection) return;
-      streams.forEach((set) => set.forEach((stream) => stream.emit("error", new Error(`subscriber connection dropped: ${reason}`))));
+      const error = new Error(`subscriber connection dropped: ${reason}`);
+      streams.forEach((set, channel) => (!channels || channels.includes(channel)) && set.forEach((stream) => stream.emit("error", error)));
     });
     return (connection = opened);
   }
