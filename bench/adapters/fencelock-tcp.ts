@@ -1,10 +1,10 @@
 import { createLocks } from "../../src/index.ts";
-import { LockTimeoutError } from "../../src/core/errors.ts";
 import type { Lease } from "../../src/lock/lease.ts";
 import { fromIoredis } from "../../src/ioredis.ts";
 import { countedConnection } from "../harness/requests.ts";
 import type { Endpoint } from "../harness/server.ts";
-import { untilAcquired, type Library, type LockAdapter } from "./types.ts";
+import { fencelockAdapter } from "./fencelock.ts";
+import type { Library, LockAdapter } from "./types.ts";
 
 /**
  * fencelock over TCP: an ioredis connection of its own per client through fromIoredis, with
@@ -26,29 +26,5 @@ export function fencelockTcpLibrary(endpoint: Endpoint): Library {
 async function connectFencelockTcp(endpoint: Endpoint): Promise<LockAdapter<Lease>> {
   const client = await countedConnection(endpoint.redisUrl);
   const locks = createLocks({ redis: fromIoredis(client), prefix: "bench-tcp" });
-  const adapter = {
-    name: "fencelock (TCP)",
-    exhausted: 0,
-    acquire: (name: string, signal?: AbortSignal) =>
-      untilAcquired(
-        () => locks.acquire(name, { signal }).catch(timeoutAsUndefined),
-        () => (adapter.exhausted += 1),
-        signal,
-      ),
-    release: async (lease: Lease) => {
-      await lease.release();
-    },
-    heartbeat: async (lease: Lease) => {
-      await lease.heartbeat();
-    },
-    close: async () => {
-      await client.quit();
-    },
-  };
-  return adapter;
-}
-
-function timeoutAsUndefined(error: unknown): undefined {
-  if (error instanceof LockTimeoutError) return undefined;
-  throw error;
+  return fencelockAdapter("fencelock (TCP)", locks, {}, async () => void (await client.quit()));
 }

@@ -1,5 +1,5 @@
 import { Redis } from "@upstash/redis";
-import { createLocks } from "../../src/index.ts";
+import { createLocks, type AcquireOptions, type Locks } from "../../src/index.ts";
 import { LockTimeoutError } from "../../src/core/errors.ts";
 import type { Lease } from "../../src/lock/lease.ts";
 import type { Endpoint } from "../harness/server.ts";
@@ -33,12 +33,17 @@ export function fencelockLibrary(endpoint: Endpoint, wake: Wake): Library {
 function connectFencelock(endpoint: Endpoint, wake: Wake): LockAdapter<Lease> {
   const locks = createLocks({ redis: new Redis({ url: endpoint.url, token: endpoint.token }), prefix: "bench" });
   const options = wake === "default" ? { waitMs: WAIT_MS } : { waitMs: WAIT_MS, wake };
+  return fencelockAdapter(`fencelock (${wake})`, locks, options, async () => undefined);
+}
+
+/** A lock set as the bench drives it, over any transport: a LockTimeoutError counts as a window run out. */
+export function fencelockAdapter(name: string, locks: Locks, options: AcquireOptions, close: () => Promise<void>): LockAdapter<Lease> {
   const adapter = {
-    name: `fencelock (${wake})`,
+    name,
     exhausted: 0,
-    acquire: (name: string, signal?: AbortSignal) =>
+    acquire: (lock: string, signal?: AbortSignal) =>
       untilAcquired(
-        () => locks.acquire(name, { ...options, signal }).catch(timeoutAsUndefined),
+        () => locks.acquire(lock, { ...options, signal }).catch(timeoutAsUndefined),
         () => (adapter.exhausted += 1),
         signal,
       ),
@@ -48,7 +53,7 @@ function connectFencelock(endpoint: Endpoint, wake: Wake): LockAdapter<Lease> {
     heartbeat: async (lease: Lease) => {
       await lease.heartbeat();
     },
-    close: async () => undefined,
+    close,
   };
   return adapter;
 }

@@ -25,9 +25,14 @@ export interface RequestFloor {
  */
 export async function runRequestFloor(endpoint: Endpoint, plan: RequestFloorPlan): Promise<RequestFloor> {
   const redis = new Redis({ url: endpoint.url, token: endpoint.token, enableTelemetry: false });
+  return { pauseMs: plan.pauseMs, ...(await pingPairs(() => redis.ping(), plan)) };
+}
+
+/** `plan.samples` PINGs after `plan.pauseMs` of quiet, each followed by one more, on a connection kept alive. */
+export async function pingPairs(ping: () => Promise<unknown>, plan: RequestFloorPlan): Promise<Omit<RequestFloor, "pauseMs">> {
   const timed = async () => {
     const start = now();
-    await redis.ping();
+    await ping();
     return now() - start;
   };
   await timed(); // a connection to keep alive, as the clients in the handoff runs have
@@ -38,5 +43,5 @@ export async function runRequestFloor(endpoint: Endpoint, plan: RequestFloorPlan
     afterPause.push(await timed());
     backToBack.push(await timed());
   }
-  return { pauseMs: plan.pauseMs, afterPauseMs: summarize(afterPause), backToBackMs: summarize(backToBack) };
+  return { afterPauseMs: summarize(afterPause), backToBackMs: summarize(backToBack) };
 }

@@ -3,14 +3,15 @@
 import { loadavg } from "node:os";
 import { Redis as IORedis } from "ioredis";
 import { fencelockTcpLibrary } from "../adapters/fencelock-tcp.ts";
+import { pingPairs } from "./request-floor.ts";
 import { rawFloorTcpLibrary } from "../adapters/raw-floor-tcp.ts";
 import { redisSemaphoreLibrary } from "../adapters/redis-semaphore.ts";
 import { redlockLibrary } from "../adapters/redlock.ts";
 import type { Library } from "../adapters/types.ts";
 import type { RedisStats } from "../harness/commandstats.ts";
 import type { Endpoint } from "../harness/server.ts";
-import { round, shuffled, summarize, type Summary } from "../harness/stats.ts";
-import { collectGarbage, now, progress, sleep } from "../harness/timing.ts";
+import { round, shuffled, type Summary } from "../harness/stats.ts";
+import { collectGarbage, now, progress } from "../harness/timing.ts";
 import type { LibraryInfo } from "../report/results.ts";
 import { runContention, type ContentionRun, type Rejoin } from "./contention.ts";
 import { gapMetrics, throughputMetrics, waitMetrics, type ThroughputMetrics, type WaitMetrics } from "./metrics.ts";
@@ -124,20 +125,7 @@ async function pings(redisUrl: string, plan: TcpPlan["ping"]): Promise<TcpResult
   const client = new IORedis(redisUrl, { lazyConnect: true });
   await client.connect();
   try {
-    const timed = async () => {
-      const start = now();
-      await client.ping();
-      return now() - start;
-    };
-    await timed();
-    const afterPause: number[] = [];
-    const backToBack: number[] = [];
-    for (let n = 0; n < plan.samples; n++) {
-      await sleep(plan.pauseMs);
-      afterPause.push(await timed());
-      backToBack.push(await timed());
-    }
-    return { afterPauseMs: summarize(afterPause), backToBackMs: summarize(backToBack) };
+    return await pingPairs(() => client.ping(), plan);
   } finally {
     await client.quit();
   }
