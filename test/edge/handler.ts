@@ -15,14 +15,17 @@ const redis = () => Redis.fromEnv({ enableTelemetry: false });
 const locksWith = (client: RedisClient, leaseMs = 5_000) => createLocks({ redis: client, prefix: prefix(), leaseMs });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A client that counts acquire attempts, to show that a push waiter makes none after the release. */
+/**
+ * A client that counts acquire attempts, to show that a push waiter makes none after the release,
+ * and notes the channels it subscribes to, to show that the stream is closed afterwards.
+ */
 const acquireSha1 = scriptSha1(scripts.acquire);
-function counting(attempts: { n: number }): RedisClient {
+function counting(attempts: { n: number }, channels: string[]): RedisClient {
   const client = redis();
   return {
     evalsha: async (sha, keys, args) => ((attempts.n += sha === (await acquireSha1) ? 1 : 0), client.evalsha(sha, keys, args)),
     eval: (text, keys, args) => client.eval(text, keys, args),
-    subscribe: (channel) => client.subscribe(channel),
+    subscribe: (channel) => (channels.push(channel), client.subscribe(channel)),
   };
 }
 
@@ -53,12 +56,13 @@ app.post("/contend/:wake", async (c) => {
   const holder = await locksWith(redis()).acquire(name);
   setTimeout(() => void holder.release(), 300);
   const attempts = { n: 0 };
+  const channels: string[] = [];
   const started = performance.now();
-  const waiter = await locksWith(counting(attempts)).acquire(name, { waitMs: 5_000, wake });
+  const waiter = await locksWith(counting(attempts, channels)).acquire(name, { waitMs: 5_000, wake });
   const waitedMs = performance.now() - started;
   const state = await locksWith(redis()).inspect(name);
   await waiter.release();
-  return c.json({ holderFence: holder.fence, fence: waiter.fence, attempts: attempts.n, waitedMs, state });
+  return c.json({ holderFence: holder.fence, fence: waiter.fence, attempts: attempts.n, channels, waitedMs, state });
 });
 
 // lease.signal aborts by itself when a lease lapses unextended (AbortSignal.timeout underneath),
