@@ -15,7 +15,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { Lock } from "@upstash/lock";
 import { Redis } from "@upstash/redis";
 import { createLocks, type RedisClient } from "../src/index.ts";
-import { lockKeys } from "../src/core/keys.ts";
+import { lockKeys } from "../test/support/lock-keys.ts";
 import { scriptSha1 } from "../src/redis/run-script.ts";
 import * as scripts from "../src/redis/scripts.gen.ts";
 import { RedisStats } from "./harness/commandstats.ts";

@@ -1,7 +1,7 @@
 // The quorum bench (issue 25): fencelock in quorum mode over N = 3 and 5 nodes, against fencelock
 // on one of those nodes and node-redlock over TCP to the same redis-servers.
 import { Redis as IORedis } from "ioredis";
-import { lockKeys } from "../../src/core/keys.ts";
+import { lockKeys } from "../../test/support/lock-keys.ts";
 import { fencelockNodesLibrary, redlockNodesLibrary, type Anomalies, type QuorumBenchLibrary } from "../adapters/quorum.ts";
 import { NodesStats, startNodes } from "../harness/quorum-nodes.ts";
 import { installScriptCounter } from "../harness/script-calls.ts";

@@ -56,22 +56,6 @@ function checkHashTag(tag: unknown, name: string): string {
   return tag;
 }
 
-export interface LockKeys {
-  readonly lock: string;
-  readonly fence: string;
-  /** Waiters in arrival order, and when each stops counting as waiting. */
-  readonly queue: string;
-  readonly alive: string;
-  /** Where release.lua remembers that the lease with this fence was released, for its retries. */
-  readonly released?: string;
-}
-
-/** A lock's keys by role (without hashTag); `released` only for a lease's fence. */
-export function lockKeys(prefix: string, name: string, fence?: number): LockKeys {
-  const [lock = "", fenceKey = "", queue = "", alive = "", released] = lockKeyList(nameTag(prefix, name), fence);
-  return { lock, fence: fenceKey, queue, alive, ...(released && { released }) };
-}
-
 /**
  * The keys of the lock whose keys begin with `base`, in the order the scripts take them as KEYS:
  * what every script call sends, built without the object and its Object.values copy.

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { lockKeys, nameTag } from "../../../src/core/keys.ts";
+import { nameTag } from "../../../src/core/keys.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
 
 /** The part of a key Redis Cluster hashes: between the first "{" and the next "}". */
 function hashTag(key: string): string {

@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { createLocks } from "../../../src/index.ts";
 import { lockGuard } from "../../../src/hono.ts";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
 import { uniquePrefix, upstash } from "../../support/upstash.ts";
 
 describe("lockGuard when Redis' clock is behind the lock's last fence", () => {

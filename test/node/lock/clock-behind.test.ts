@@ -4,7 +4,7 @@
 // it again for someone else.
 import { describe, expect, it } from "vitest";
 import { ClockBehindError, LockTimeoutError, LockUnavailableError } from "../../../src/index.ts";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
 import { lockSet } from "../../support/lock-set.ts";
 import { until } from "../../support/until.ts";
 import { uniquePrefix, upstash } from "../../support/upstash.ts";

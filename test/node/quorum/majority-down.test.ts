@@ -2,7 +2,7 @@
 // "busy" and never a timeout, and nothing left held on the nodes that did answer.
 import { describe, expect, it } from "vitest";
 import { LockTimeoutError, LockUnavailableError, QuorumUnavailableError } from "../../../src/index.ts";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
 import { nodesPerTest } from "../../support/quorum/nodes.ts";
 import { until } from "../../support/until.ts";
 import { uniquePrefix } from "../../support/upstash.ts";

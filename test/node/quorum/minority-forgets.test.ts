@@ -2,7 +2,7 @@
 // so the next holder's fence is higher even when its majority is made of forgetful and other nodes.
 // The first holder's client clock runs an hour ahead, so only the nodes' memory, not time, orders fences.
 import { describe, expect, it } from "vitest";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
 import { withFetch } from "../../support/fetch-wrappers.ts";
 import { nodesPerTest, type QuorumNodes } from "../../support/quorum/nodes.ts";
 import { slowNode } from "../../support/quorum/replaying-fetch.ts";

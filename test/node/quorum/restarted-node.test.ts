@@ -1,7 +1,7 @@
 // Quorum mode with a node restarted empty (no persistence): the lock stays exclusive, fences keep
 // rising, and the holder's heartbeat gives the node its hold back.
 import { describe, expect, it } from "vitest";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
 import { withFetch } from "../../support/fetch-wrappers.ts";
 import { nodesPerTest } from "../../support/quorum/nodes.ts";
 import { slowNode } from "../../support/quorum/replaying-fetch.ts";

@@ -1,7 +1,7 @@
 // Quorum mode when HTTP requests run twice (a replayed request, or a lost reply the client resends):
 // no second fence, no second hold, no second release, on any node.
 import { describe, expect, it } from "vitest";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
 import * as scripts from "../../../src/redis/scripts.gen.ts";
 import { sendingTwice, withFetch } from "../../support/fetch-wrappers.ts";
 import { nodesPerTest, type QuorumNodes } from "../../support/quorum/nodes.ts";

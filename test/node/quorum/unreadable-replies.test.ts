@@ -1,7 +1,7 @@
 // Quorum mode when nodes' replies cannot be read: an acquire leaves no hold behind on any node, won or lost.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLocks, LockUnavailableError, QuorumUnavailableError, type Locks, type RedisClient } from "../../../src/index.ts";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
 import { scriptSha1 } from "../../../src/redis/run-script.ts";
 import * as scripts from "../../../src/redis/scripts.gen.ts";
 import { QuorumNodes } from "../../support/quorum/nodes.ts";

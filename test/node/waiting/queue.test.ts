@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Lease } from "../../../src/index.ts";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
 import * as scripts from "../../../src/redis/scripts.gen.ts";
 import { sleep } from "../../../src/waiting/backoff.ts";
 import { lockSet } from "../../support/lock-set.ts";

@@ -1,6 +1,6 @@
 import { Redis as IORedis } from "ioredis";
 import { inject } from "vitest";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../lock-keys.ts";
 import { sleep } from "../../../src/waiting/backoff.ts";
 import type { Dice } from "./dice.ts";
 import type { History } from "./history.ts";

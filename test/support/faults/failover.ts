@@ -1,5 +1,5 @@
 import { Redis } from "ioredis";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../lock-keys.ts";
 import { sleep } from "../../../src/waiting/backoff.ts";
 import type { Held } from "./history.ts";
 import type { RedisProcess } from "./redis-process.ts";

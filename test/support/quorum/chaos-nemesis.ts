@@ -1,6 +1,6 @@
 // A minority forgets: every 0.2-1.5 s the nemesis deletes a lock's hold on one node (and, where the
 // plan allows, that node's fence counter too), as a node restarting empty would.
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../lock-keys.ts";
 import { sleep } from "../../../src/waiting/backoff.ts";
 import type { Dice } from "../chaos/dice.ts";
 import type { History } from "../chaos/history.ts";

@@ -2,7 +2,7 @@
 // lease arrived, and whether enough of them kept it until a later lease: the premise of the
 // quorum fence argument (docs/guarantees.md#quorum-mode), for runs where clients' clocks run ahead
 // and the time floor no longer keeps fences in order on its own.
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../lock-keys.ts";
 import { majorityOf } from "../../../src/quorum/gather.ts";
 import { sleep } from "../../../src/waiting/backoff.ts";
 import type { ReceivedLease } from "../chaos/history.ts";

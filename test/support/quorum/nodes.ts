@@ -3,7 +3,7 @@
 import { Redis } from "@upstash/redis";
 import { afterEach } from "vitest";
 import { createLocks, type Locks, type LocksOptions } from "../../../src/index.ts";
-import { lockKeys } from "../../../src/core/keys.ts";
+import { lockKeys } from "../lock-keys.ts";
 import { startLocalUpstash, type LocalUpstash } from "../../../src/local/index.ts";
 import { ClockOffsetFile } from "../faults/clock-shim.ts";
 import { RedisProcess } from "../faults/redis-process.ts";

@@ -4,7 +4,7 @@
 import { Redis as Ioredis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { createLocks } from "../../../../src/index.ts";
-import { lockKeys } from "../../../../src/core/keys.ts";
+import { lockKeys } from "../../../support/lock-keys.ts";
 import { until } from "../../../support/until.ts";
 import { lockSet } from "../../../support/lock-set.ts";
 import { observedRedis } from "../../../support/observed-redis.ts";

@@ -2,7 +2,7 @@
 // handed to it, unless that handover lapsed; an aborted wait gives it back.
 import { describe, expect, it } from "vitest";
 import { createLocks, type RedisClient } from "../../../../src/index.ts";
-import { lockKeys } from "../../../../src/core/keys.ts";
+import { lockKeys } from "../../../support/lock-keys.ts";
 import type { WakeSubscriber } from "../../../../src/core/client.ts";
 import { sleep } from "../../../../src/waiting/backoff.ts";
 import { countingAcquires } from "../../../support/counting-client.ts";

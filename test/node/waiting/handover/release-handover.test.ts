@@ -1,7 +1,7 @@
 // A release hands the lock straight to the push waiter first in line, and never to one that
 // stopped asking; polling waiters take it on their next look.
 import { describe, expect, it } from "vitest";
-import { lockKeys } from "../../../../src/core/keys.ts";
+import { lockKeys } from "../../../support/lock-keys.ts";
 import { scriptSha1 } from "../../../../src/redis/run-script.ts";
 import * as scripts from "../../../../src/redis/scripts.gen.ts";
 import { sleep } from "../../../../src/waiting/backoff.ts";
