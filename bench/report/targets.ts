@@ -1,4 +1,5 @@
 // Issue 26's targets, as one run measured them: sections 1 and 2 here, section 6 in targets-latency.ts.
+import { fifoModel, type FifoFigures, type FifoScenario } from "../scenarios/fifo-model.ts";
 import type { HandoffRow } from "../scenarios/handoff.ts";
 import type { Throughput } from "../scenarios/uncontended.ts";
 import { middle, middleHalf, num, pairedRatios } from "./format.ts";
@@ -78,7 +79,21 @@ function fairnessTarget(results: BenchResults): Target {
   const text = "Fairness kept: in 2b, longest ÷ mean wait at most 3× (default options)";
   if (!row) return { text, met: null, detail: "no default fencelock row in 2b" };
   const target = starvationTarget(results, text, 3, [{ run: "2b", row }]);
-  return { ...target, detail: `${target.detail}; most overtaken in one wait: ${row.mostOvertaken}` };
+  const { clients, holdMs, durationMs, rounds } = results.plans.handoff;
+  const scenario = { clients, holdMs, windowMs: durationMs / rounds, windows: rounds };
+  return { ...target, detail: `${target.detail}; most overtaken in one wait: ${row.mostOvertaken}; ${idealLine(scenario, row.toWaiterGapMs.p50)}` };
+}
+
+/**
+ * What a perfectly fair lock would score in the same scenario (bench/scenarios/fifo-model.ts), beside
+ * the measured figure and not in the verdict: part of the ratio comes from when the clients call.
+ */
+export function idealLine(scenario: FifoScenario, gapP50Ms: number): string {
+  const show = (m: FifoFigures) => `${num(m.median)}× (quartiles ${num(m.low)}–${num(m.high)}×, mean wait ${num(m.meanWaitMs)} ms`;
+  const perfect = fifoModel(scenario, 0);
+  const measured = Number.isFinite(gapP50Ms) ? `${show(fifoModel(scenario, gapP50Ms))})` : "n/a";
+  return `an ideal strict line in this scenario (hold ${num(scenario.holdMs, 0)} ms), handoff 0 ms: ${show(perfect)}, ${perfect.runs} simulated runs); ` +
+    `at this run's handoff p50 ${num(gapP50Ms, 2)} ms: ${measured}`;
 }
 
 /** Poll targets must hold in both runs (2a and 2b). */

@@ -5,7 +5,7 @@ import { TCP_FLOOR, TCP_OURS, type TcpContendedRow, type TcpResults } from "../s
 import type { Environment } from "./env.ts";
 import { num, p99, pairedRatios, table } from "./format.ts";
 import { uncontendedSection } from "./sections.ts";
-import type { Target } from "./targets.ts";
+import { idealLine, type Target } from "./targets.ts";
 
 const SEMAPHORE = "redis-semaphore";
 /** Issue 27's limits. */
@@ -128,7 +128,7 @@ function contendedTargets(results: TcpResults, rejoin: Rejoin): Target[] {
   const rows = contended(results, rejoin);
   const ours = rows.find((r) => r.id === TCP_OURS);
   const best = bestPeer(rows);
-  const { clients, roundMs } = results.plan.contention;
+  const { clients, holdMs, roundMs, rounds } = results.plan.contention;
   const speedText = `Contended (${clients} clients, ${SHORT[rejoin]}): sections/s ≥ the best TCP peer's`;
   const fairText = `Contended (${clients} clients, ${SHORT[rejoin]}): longest ÷ mean wait ≤ ${FAIRNESS_MAX}× (fencelock)`;
   if (!ours || !best) return [{ text: speedText, met: null, detail: "missing rows" }, { text: fairText, met: null, detail: "missing rows" }];
@@ -148,7 +148,9 @@ function contendedTargets(results: TcpResults, rejoin: Rejoin): Target[] {
       met: ours.starvation > FAIRNESS_MAX ? false : blind ? null : true,
       detail: `longest ${num(ours.waitMs.max)} ms = ${num(ours.starvation)}× the mean ${num(ours.waitMs.mean)} ms; most overtaken in one wait: ${ours.mostOvertaken}; ` +
         rows.filter((r) => r.id !== TCP_OURS).map((r) => `${r.label} ${num(r.starvation)}× (overtaken ${r.mostOvertaken})`).join(", ") +
-        (blind ? `; a wait cannot outlast its ${num(roundMs / 1000)} s round, so this run could not show more than ${num(roundMs / ours.waitMs.mean)}×` : ""),
+        (blind ? `; a wait cannot outlast its ${num(roundMs / 1000)} s round, so this run could not show more than ${num(roundMs / ours.waitMs.mean)}×` : "") +
+        // Beside the measured ratio, not in the verdict: what a perfectly fair lock scores in this scenario.
+        (rejoin === "after-handoff" ? `; ${idealLine({ clients, holdMs, windowMs: roundMs, windows: rounds }, ours.toWaiterGapMs.p50)}` : ""),
     },
   ];
 }

@@ -38,7 +38,7 @@ const REJOIN_CAP_MS = 1_000;
  * fixed-interval poller (@upstash/lock retries every 100 ms) in step: all tried during one hold,
  * all slept the full interval, and its handoff gap came out as that interval.
  */
-const REJOIN_JITTER_MS = 100;
+export const REJOIN_JITTER_MS = 100;
 
 export interface ContentionPlan {
   clients: number;
