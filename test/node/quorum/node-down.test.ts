@@ -44,9 +44,11 @@ describe.each([3, 5])("on %i nodes", (count) => {
   describe(`with ${minority} node(s) killed`, () => {
     it("lets acquire wait for a held lock and take it once released", async () => {
       const { locks } = await start("down-wait");
-      const holder = await locks.acquire("report");
-      setTimeout(() => void holder.release().catch(() => undefined), 300);
+      // A lease far longer than the wait: only the release, not the lease running out, lets the waiter in.
+      const holder = await locks.acquire("report", { leaseMs: 60_000 });
+      const released = sleep(300).then(() => holder.release());
       const next = await locks.acquire("report", { waitMs: 10_000 });
+      expect(await released).toBe("released");
       expect(next.fence).toBeGreaterThan(holder.fence);
       await next.release();
     });
