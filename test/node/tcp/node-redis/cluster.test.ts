@@ -101,13 +101,13 @@ describe("fromNodeRedis on a Redis Cluster", () => {
   it("hands waiters on every master the lock on release, by push (sharded pub/sub by default)", async () => {
     const redis = fromNodeRedis(cluster);
     expect(redis.ssubscribe).toBeTypeOf("function");
-    await expectPushHandover(redis, uniquePrefix("push"), names);
+    await expectPushHandover(redis, uniquePrefix("push"), names, "sharded");
   });
 
   it("hands waiters the lock by push over classic pub/sub, with pubsub: \"classic\"", async () => {
     const redis = fromNodeRedis(cluster, { pubsub: "classic" });
     expect(redis.ssubscribe).toBeUndefined();
-    await expectPushHandover(redis, uniquePrefix("push-classic"), names);
+    await expectPushHandover(redis, uniquePrefix("push-classic"), names, "classic");
   });
 });
 

@@ -12,14 +12,18 @@ export interface Observed {
   readonly acquires: { n: number };
   /** Messages the adapter's streams handed to the lock sets. */
   readonly messages: { n: number };
+  /** Streams opened, by kind: classic SUBSCRIBE, or sharded SSUBSCRIBE. */
+  readonly opened: { subscribe: number; ssubscribe: number };
 }
 
 export async function observe(redis: RedisClient): Promise<Observed> {
   const acquireSha1 = await scriptSha1(scripts.acquire);
   const acquires = { n: 0 };
   const messages = { n: 0 };
-  const counted = (open: (channel: string) => WakeSubscriber) => (channel: string): WakeSubscriber => {
+  const opened = { subscribe: 0, ssubscribe: 0 };
+  const counted = (open: (channel: string) => WakeSubscriber, kind: keyof typeof opened) => (channel: string): WakeSubscriber => {
     const stream = open(channel);
+    opened[kind]++;
     return {
       on: (type, listener) => stream.on(type, type === "message" ? (event) => (messages.n++, listener(event)) : listener),
       unsubscribe: () => stream.unsubscribe(),
@@ -29,18 +33,19 @@ export async function observe(redis: RedisClient): Promise<Observed> {
     evalsha: (sha1, keys, args) => (sha1 === acquireSha1 && acquires.n++, redis.evalsha(sha1, keys, args)),
     eval: (script, keys, args) => redis.eval(script, keys, args),
   };
-  if (redis.subscribe) client.subscribe = counted(redis.subscribe);
-  if (redis.ssubscribe) client.ssubscribe = counted(redis.ssubscribe);
-  return { client, acquires, messages };
+  if (redis.subscribe) client.subscribe = counted(redis.subscribe, "subscribe");
+  if (redis.ssubscribe) client.ssubscribe = counted(redis.ssubscribe, "ssubscribe");
+  return { client, acquires, messages, opened };
 }
 
 /**
- * Waiters on `names` (one lock set) are handed each lock by the holder's release, by push: after
- * the release they send no acquire of their own, and their lock set heard one message per lock.
+ * Waiters on `names` (a lock set each) are handed each lock by the holder's release, by push: after
+ * the release they send no acquire of their own, and their lock sets heard one message per lock,
+ * on streams of the `pubsub` kind only (a classic stream would hand over too, so it must be asked for).
  */
-export async function expectPushHandover(redis: RedisClient, prefix: string, names: readonly string[]): Promise<void> {
+export async function expectPushHandover(redis: RedisClient, prefix: string, names: readonly string[], pubsub: "sharded" | "classic"): Promise<void> {
   const held = await Promise.all(names.map((name) => createLocks({ redis, prefix }).acquire(name)));
-  const { client, acquires, messages } = await observe(redis);
+  const { client, acquires, messages, opened } = await observe(redis);
   const waiting = names.map((name) => createLocks({ redis: client, prefix }).acquire(name, { waitMs: 20_000 }));
   // Each waiter's first attempt, and the one after its stream confirmed; the next is a second away.
   await until(async () => acquires.n >= 2 * names.length, 10_000);
@@ -49,6 +54,7 @@ export async function expectPushHandover(redis: RedisClient, prefix: string, nam
   const leases = await Promise.all(waiting);
   expect(acquires.n).toBe(before);
   expect(messages.n).toBeGreaterThanOrEqual(names.length);
+  expect(opened).toEqual(pubsub === "sharded" ? { subscribe: 0, ssubscribe: names.length } : { subscribe: names.length, ssubscribe: 0 });
   leases.forEach((lease, i) => expect(lease.fence).toBeGreaterThan(held[i]!.fence));
   await Promise.all(leases.map((lease) => lease.release()));
 }

@@ -86,7 +86,7 @@ describe.each(configs)("fromNodeRedis over %s", (_, options) => {
   });
 
   it("hands a waiter the lock on release, by push (the default)", async () => {
-    await expectPushHandover(redis, uniquePrefix("push"), ["gate", "order:{42}/ü"]);
+    await expectPushHandover(redis, uniquePrefix("push"), ["gate", "order:{42}/ü"], "classic");
   });
 });
 
