@@ -99,13 +99,15 @@ describe.each([3, 5])("a retry that lands after the lease was released, on %i no
   it("leaves no hold on the slow node, and no lease gets the fence it minted", async () => {
     const { rig, prefix, locks } = await start(count, "late-retry");
     const slow = count - 1;
-    const net = tracked(lateRetryOf(scripts.acquire, rig.node(slow).server.url, 500));
+    const late = lateRetryOf(scripts.acquire, rig.node(slow).server.url, 500);
+    const net = tracked(late);
     const lease = await withFetch(net.wrap, async () => {
       const lease = await locks.acquire("order");
       expect(await lease.release()).toBe("released");
       await net.idle();
       return lease;
     });
+    expect(late.landed()).toBe(true);
     await until(async () => (await perNode(rig, prefix, "order"))[slow]!.holds === 0, 5_000);
     expect((await perNode(rig, prefix, "order"))[slow]!.last).toBeLessThanOrEqual(lease.fence + 1);
     expect((await locks.inspect("order")).nodes?.[slow]).toMatchObject({ held: false });
