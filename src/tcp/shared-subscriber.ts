@@ -1,6 +1,7 @@
 // Push wake-ups over TCP: every stream a client's lock sets open is one channel on a single
 // subscriber connection, opened on first use and closed when the last stream closes.
-import type { WakeSubscriber } from "../core/client.ts";
+import { createHash } from "node:crypto";
+import type { WakeStream } from "../waiting/wake-channel.ts";
 
 /** What the shared subscriber needs of a client's subscriber connection. */
 export interface SubscriberConnection {
@@ -24,7 +25,7 @@ interface Stream {
 }
 
 /** A client's subscribe(): streams on one connection from `connect`, opened when the first is needed. */
-export function sharedSubscriber(connect: () => SubscriberConnection): (channel: string) => WakeSubscriber {
+export function sharedSubscriber(connect: () => SubscriberConnection): (channel: string) => WakeStream {
   const streams = new Map<string, Set<Stream>>();
   let connection: SubscriberConnection | undefined;
 
@@ -54,7 +55,7 @@ export function sharedSubscriber(connect: () => SubscriberConnection): (channel:
     return Promise.resolve();
   }
 
-  return function subscribe(channel: string): WakeSubscriber {
+  return function subscribe(channel: string): WakeStream {
     const listeners = new Map<string, Listener[]>();
     const stream: Stream = { listeners, emit: (type, event) => listeners.get(type)?.forEach((listener) => listener(event)) };
     const set = streams.get(channel) ?? new Set<Stream>();
@@ -67,6 +68,8 @@ export function sharedSubscriber(connect: () => SubscriberConnection): (channel:
     return {
       on: (type, listener) => void listeners.set(type, [...(listeners.get(type) ?? []), listener]),
       unsubscribe: () => closeStream(channel, stream),
+      // A handover's check at once, not after a round trip through libuv's thread pool (crypto.subtle).
+      digest: (text) => createHash("sha1").update(text).digest("hex"),
     };
   };
 }

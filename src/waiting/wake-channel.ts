@@ -24,12 +24,19 @@ export interface Member {
   readonly wakers: Set<() => void>;
 }
 
+/**
+ * A stream, with `digest` where its client can hash without a round trip through a thread pool:
+ * Node's crypto.subtle takes one per call (~0.1 ms on loopback, more behind a busy pool), and the
+ * handover waits on it. The TCP adapters give node:crypto's; elsewhere crypto.subtle serves.
+ */
+export type WakeStream = WakeSubscriber & { digest?: (text: string) => string };
+
 /** Where a channel's streams come from, and how release.lua finds it. */
 export interface ChannelSpec {
   /** What a push ticket carries so that release.lua publishes here (see wake-channels.ts). */
   readonly address: string;
   /** A new stream on the channel; undefined where the client cannot open one. */
-  readonly open: () => WakeSubscriber | undefined;
+  readonly open: () => WakeStream | undefined;
   /** Called once the channel has closed its streams with no waiter left. */
   readonly onIdle?: () => void;
 }
@@ -68,14 +75,15 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     pending = stream;
     subscriber.on("subscribe", () => confirmed(stream));
     subscriber.on("error", (event) => failed(stream, event));
-    subscriber.on("message", (event) => void deliver(members, event));
+    subscriber.on("message", (event) => void deliver(members, event, subscriber.digest));
   }
 
   function confirmed(stream: Stream): void {
     if (stream !== pending) return;
     // The old stream stayed open until now, so no message fell between the two.
     if (live) close(live);
-    [live, pending] = [stream, undefined];
+    live = stream;
+    pending = undefined;
     wakeAll();
   }
 
@@ -96,7 +104,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     if (members.size > 0) return;
     if (live) close(live);
     if (pending) close(pending);
-    [live, pending] = [undefined, undefined];
+    live = pending = undefined;
     epoch++;
     onIdle?.();
   }
@@ -142,13 +150,13 @@ function close(stream: Stream): void {
  * Hands a message 'ticket:fence:digest' to its member if release.lua signed it for that member's
  * owner: only it and the waiter know the owner token, so one who may publish but not read keys cannot forge it.
  */
-async function deliver(members: Map<string, Member>, event: unknown): Promise<void> {
+async function deliver(members: Map<string, Member>, event: unknown, digest: (text: string) => string | Promise<string> = sha1Hex): Promise<void> {
   // Any event reads safely so: a field of a primitive is undefined.
   const message = String((event as { message?: unknown } | null | undefined)?.message);
-  const [, ticket = "", fence, digest] = /^([0-9a-f]{32}):([1-9]\d{0,15}):([0-9a-f]{40})$/.exec(message) ?? [];
+  const [, ticket = "", fence, signed] = /^([0-9a-f]{32}):([1-9]\d{0,15}):([0-9a-f]{40})$/.exec(message) ?? [];
   const member = members.get(ticket);
   if (!member || !fence || !Number.isSafeInteger(+fence)) return;
-  if (digest !== (await sha1Hex(`${fence}:${member.owner}`))) return;
+  if (signed !== (await digest(`${fence}:${member.owner}`))) return;
   member.fence = +fence;
   member.wakers.forEach((wake) => wake());
 }
