@@ -1,7 +1,7 @@
 // The TCP section of the report (issue 27): in bench/results/tcp.md, and in latest.md after a full run.
 import { quantile } from "../harness/stats.ts";
 import type { Rejoin } from "../scenarios/contention.ts";
-import { TCP_FLOOR, TCP_OURS, type TcpContendedRow, type TcpResults } from "../scenarios/tcp.ts";
+import { TCP_FLOOR, TCP_OURS, TCP_SCRIPTS_ALONE, type TcpContendedRow, type TcpResults } from "../scenarios/tcp.ts";
 import type { Environment } from "./env.ts";
 import { num, p99, pairedRatios, table } from "./format.ts";
 import { uncontendedSection } from "./sections.ts";
@@ -108,18 +108,22 @@ function uncontendedTargets(results: TcpResults): Target[] {
   const ours = results.uncontended.find((r) => r.id === TCP_OURS);
   const peer = results.uncontended.find((r) => r.id === SEMAPHORE);
   const floor = results.uncontended.find((r) => r.id === TCP_FLOOR);
+  const bare = results.uncontended.find((r) => r.id === TCP_SCRIPTS_ALONE);
   const cells = [["sequential", "sequential"], [`${results.plan.uncontended.concurrency} clients on names of their own`, "concurrent"]] as const;
   return cells.map(([where, cell]) => {
     const text = `Uncontended, ${where}: fencelock over TCP ≥ ${UNCONTENDED_MIN}× redis-semaphore's Mutex`;
     if (!ours || !peer) return { text, met: null, detail: "missing rows" };
     const ratio = median(pairedRatios(ours[cell].roundOpsPerSec, peer[cell].roundOpsPerSec));
     const vsFloor = floor ? median(pairedRatios(ours[cell].roundOpsPerSec, floor[cell].roundOpsPerSec)) : undefined;
+    // Beside the verdict: the most the client could gain, were it to cost nothing.
+    const bareVsPeer = bare ? median(pairedRatios(bare[cell].roundOpsPerSec, peer[cell].roundOpsPerSec)) : undefined;
     return {
       text,
       met: Number.isFinite(ratio.median) ? ratio.median >= UNCONTENDED_MIN : null,
       detail: `${showMedian(ratio, 2, "×")} (median of ${ratio.n} round-by-round ratios, quartiles in brackets); ` +
         `${num(ours[cell].opsPerSec)} vs ${num(peer[cell].opsPerSec)} cycles/s over all rounds` +
-        (vsFloor ? `; against the TCP floor ${showMedian(vsFloor, 2, "×")}` : ""),
+        (vsFloor ? `; against the TCP floor ${showMedian(vsFloor, 2, "×")}` : "") +
+        (bareVsPeer ? `; fencelock's two scripts sent bare, no library code: ${showMedian(bareVsPeer, 2, "×")} redis-semaphore's Mutex` : ""),
     };
   });
 }

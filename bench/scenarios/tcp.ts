@@ -2,6 +2,7 @@
 // and a raw SET NX PX floor, all over ioredis to the same standalone redis-server: like for like.
 import { loadavg } from "node:os";
 import { Redis as IORedis } from "ioredis";
+import { fencelockScriptsTcpLibrary } from "../adapters/fencelock-scripts-tcp.ts";
 import { fencelockTcpLibrary } from "../adapters/fencelock-tcp.ts";
 import { pingPairs } from "./request-floor.ts";
 import { rawFloorTcpLibrary } from "../adapters/raw-floor-tcp.ts";
@@ -59,6 +60,7 @@ export interface TcpResults {
 
 export const TCP_OURS = "fencelock-tcp";
 export const TCP_FLOOR = "raw-floor-tcp";
+export const TCP_SCRIPTS_ALONE = "fencelock-scripts-tcp";
 
 export async function runTcp(endpoint: Endpoint, stats: RedisStats, plan: TcpPlan): Promise<TcpResults> {
   const started = now();
@@ -66,7 +68,8 @@ export async function runTcp(endpoint: Endpoint, stats: RedisStats, plan: TcpPla
   const ours = fencelockTcpLibrary(endpoint);
   const peers = [redisSemaphoreLibrary(endpoint), redlockLibrary(endpoint)];
   const floor = rawFloorTcpLibrary(endpoint);
-  const uncontendedLibraries = [ours, ...peers, floor];
+  // Our scripts without the library: how much of the gap to the peers is Redis work, how much the client.
+  const uncontendedLibraries = [ours, ...peers, floor, fencelockScriptsTcpLibrary(endpoint)];
   progress("tcp: uncontended, an untimed warm-up pass");
   await runUncontended(uncontendedLibraries, plan.uncontendedWarm, stats);
   const uncontended = await runUncontended(uncontendedLibraries, plan.uncontended, stats);
