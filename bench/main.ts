@@ -10,6 +10,7 @@
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { fencelockLibrary } from "./adapters/fencelock.ts";
+import { fencelockScriptsLibrary } from "./adapters/fencelock-scripts.ts";
 import { probePush } from "./adapters/push-probe.ts";
 import { rawFloorLibrary } from "./adapters/raw-floor.ts";
 import { redisSemaphoreLibrary } from "./adapters/redis-semaphore.ts";
@@ -88,7 +89,8 @@ async function measure(endpoint: Endpoint, stats: RedisStats, started: number): 
   const upstash = upstashLockLibrary(endpoint);
   const floor = rawFloorLibrary(endpoint);
   const tcp = [redlockLibrary(endpoint), redisSemaphoreLibrary(endpoint)];
-  const uncontendedLibraries = [ours, upstash, floor, ...tcp];
+  // fencelock's scripts without the library: the floor target's yardstick for the client's share.
+  const uncontendedLibraries = [ours, upstash, floor, fencelockScriptsLibrary(endpoint), ...tcp];
   progress("uncontended: an untimed warm-up pass");
   await runUncontended(uncontendedLibraries, { ...plans.uncontended, ...UNCONTENDED_WARM }, stats);
   const uncontended = await runUncontended(uncontendedLibraries, plans.uncontended, stats);

@@ -2,7 +2,7 @@
 // and a raw SET NX PX floor, all over ioredis to the same standalone redis-server: like for like.
 import { loadavg } from "node:os";
 import { Redis as IORedis } from "ioredis";
-import { fencelockScriptsTcpLibrary } from "../adapters/fencelock-scripts-tcp.ts";
+import { fencelockScriptsTcpLibrary } from "../adapters/fencelock-scripts.ts";
 import { fencelockTcpLibrary } from "../adapters/fencelock-tcp.ts";
 import { pingPairs } from "./request-floor.ts";
 import { rawFloorTcpLibrary } from "../adapters/raw-floor-tcp.ts";
