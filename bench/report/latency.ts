@@ -18,6 +18,17 @@ export function versusPeer(at: LatencyAtRtt, row: LatencyRow): MiddleHalf | unde
   return middleHalf(pairedRatios(row.rounds.map((r) => r.sectionsPerSec), peer.rounds.map((r) => r.sectionsPerSec)));
 }
 
+/**
+ * The most a lock that hands over after each release could reach, ÷ @upstash/lock in this row's
+ * cell, round by round: a section takes at least the hold plus one round trip (the release going
+ * to Redis, the handover coming back), taken here as that round's PING p50.
+ */
+export function ceilingVersusPeer(at: LatencyAtRtt, row: LatencyRow, holdMs: number): MiddleHalf | undefined {
+  const peer = at.rows.find((r) => r.cell === row.cell && r.id === PEER_ID);
+  if (!peer || peer === row) return undefined;
+  return middleHalf(pairedRatios(pingRounds(at).map((ping) => 1000 / (holdMs + ping)), peer.rounds.map((r) => r.sectionsPerSec)));
+}
+
 /** This row's handoff p50 ÷ the PING p50, round by round (each round's PINGs ran just before its cells). */
 export const versusPing = (at: LatencyAtRtt, row: LatencyRow): MiddleHalf =>
   middleHalf(pairedRatios(row.rounds.map((r) => r.handoffP50Ms), pingRounds(at)));
