@@ -1,5 +1,6 @@
 // A discrete-event model of the 2b scenario (runContention with rejoin "after-handoff") served by an
 // ideal strict-FIFO lock: what longest ÷ mean wait a perfectly fair lock would show in the same run.
+import { prng } from "../../test/support/chaotic-fetch.ts";
 import { mean, quantile } from "../harness/stats.ts";
 import { REJOIN_JITTER_MS } from "./contention.ts";
 
@@ -26,18 +27,6 @@ export interface ModelRun {
   /** Longest single wait ÷ mean wait over all windows, as waitMetrics computes it. */
   ratio: number;
   longest: ModelWait | undefined;
-}
-
-/** A small seeded generator (mulberry32): the same seed gives the same run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**
