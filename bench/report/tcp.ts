@@ -154,7 +154,7 @@ function contendedTargets(results: TcpResults, rejoin: Rejoin): Target[] {
         rows.filter((r) => r.id !== TCP_OURS).map((r) => `${r.label} ${num(r.starvation)}× (overtaken ${r.mostOvertaken})`).join(", ") +
         (blind ? `; a wait cannot outlast its ${num(roundMs / 1000)} s round, so this run could not show more than ${num(roundMs / ours.waitMs.mean)}×` : "") +
         // Beside the measured ratio, not in the verdict: what a perfectly fair lock scores in this scenario.
-        (rejoin === "after-handoff" ? `; ${idealLine({ clients, holdMs, windowMs: roundMs, windows: rounds }, ours.toWaiterGapMs.p50)}` : ""),
+        (rejoin === "after-handoff" ? `; ${idealLine({ clients, holdMs, windowMs: roundMs, windows: rounds }, ours.toWaiterGaps, results.ping.afterPauseMs.p50)}` : ""),
     },
   ];
 }

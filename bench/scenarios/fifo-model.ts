@@ -30,12 +30,23 @@ export interface ModelRun {
 }
 
 /**
- * One window. The lock serves callers in the order they called, each `gapMs` after the previous
- * holder began to release (or at once if it is free). As in contend(): every client first sleeps
- * the jitter; a client that released calls again the jitter after another client's acquire. The
- * 1 s rejoin cap never binds: each acquire wakes the releaser, so the lock never sits idle that long.
+ * How the modelled lock serves: `gap()` is a handoff to a waiter, from the holder's release to the
+ * waiter holding it; `freeMs` is taking a free lock (0: at once).
  */
-export function simulateWindow(scenario: FifoScenario, gapMs: number, random: () => number): ModelWait[] {
+export interface Service {
+  gap: () => number;
+  freeMs: number;
+}
+
+/**
+ * One window. The lock serves callers in the order they called: a caller that finds it held gets
+ * it a gap after the holder began to release; one that finds it free, `freeMs` after calling. As
+ * in contend(): every client first sleeps the jitter; a client that released calls again the
+ * jitter after another client's acquire. The 1 s rejoin cap never binds: each acquire wakes the
+ * releaser, so the lock never sits idle that long.
+ */
+export function simulateWindow(scenario: FifoScenario, service: number | Service, random: () => number): ModelWait[] {
+  const { gap, freeMs } = typeof service == "number" ? { gap: () => service, freeMs: 0 } : service;
   const { clients, holdMs, windowMs: end } = scenario;
   // Alone, a client calls again at once, with no jitter (as in contend()).
   const jitter = () => (clients > 1 ? random() * REJOIN_JITTER_MS : 0);
@@ -46,7 +57,7 @@ export function simulateWindow(scenario: FifoScenario, gapMs: number, random: ()
   let lastRelease = Number.NEGATIVE_INFINITY;
   for (let next = earliest(calls, end); next >= 0; next = earliest(calls, end)) {
     const start = calls[next] ?? Number.NaN;
-    const acquiredAt = Math.max(start, lastRelease + gapMs);
+    const acquiredAt = start < lastRelease ? lastRelease + gap() : start + freeMs;
     const cutOff = acquiredAt > end;
     waits.push({ client: next, start, ms: Math.min(acquiredAt, end) - start, first: !called[next], cutOff });
     called[next] = true;
@@ -72,10 +83,21 @@ function earliest(calls: readonly number[], end: number): number {
   return best;
 }
 
+/**
+ * Handoffs of `gapMs`, or drawn at random from measured gaps (so their tail comes in as often as
+ * it came in the run), and free locks taken in `freeMs`.
+ */
+export interface Handoffs {
+  gapMs: number | readonly number[];
+  freeMs?: number;
+}
+
 /** All windows of one simulated run, from one seeded generator. */
-export function simulateRun(scenario: FifoScenario, gapMs: number, seed: number): ModelRun {
+export function simulateRun(scenario: FifoScenario, handoffs: number | Handoffs, seed: number): ModelRun {
   const random = prng(seed);
-  const waits = Array.from({ length: scenario.windows }, () => simulateWindow(scenario, gapMs, random)).flat();
+  const { gapMs, freeMs = 0 } = typeof handoffs == "number" ? { gapMs: handoffs } : handoffs;
+  const gap = typeof gapMs == "number" ? () => gapMs : () => gapMs[Math.floor(random() * gapMs.length)] ?? 0;
+  const waits = Array.from({ length: scenario.windows }, () => simulateWindow(scenario, { gap, freeMs }, random)).flat();
   return { waits, ...longestOverMean(waits) };
 }
 
@@ -97,8 +119,8 @@ export interface FifoFigures {
 }
 
 /** longest ÷ mean over `runs` seeded runs (seeds 1…runs): the median and quartiles. */
-export function fifoModel(scenario: FifoScenario, gapMs: number, runs = 200): FifoFigures {
-  const all = Array.from({ length: runs }, (_, i) => simulateRun(scenario, gapMs, i + 1));
+export function fifoModel(scenario: FifoScenario, handoffs: number | Handoffs, runs = 200): FifoFigures {
+  const all = Array.from({ length: runs }, (_, i) => simulateRun(scenario, handoffs, i + 1));
   const ratios = all.map((r) => r.ratio).sort((a, b) => a - b);
   const share = (test: (w: ModelWait) => boolean) => all.filter((r) => r.longest && test(r.longest)).length / runs;
   return {

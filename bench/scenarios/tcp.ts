@@ -41,6 +41,8 @@ export interface TcpPlan {
 export type TcpContendedRow = { id: string; label: string; rejoin: Rejoin; roundSectionsPerSec: number[] } & ThroughputMetrics & WaitMetrics & {
   gapMs: Summary;
   toWaiterGapMs: Summary;
+  /** Every handoff to a waiter, ms: the fairness model draws from them. */
+  toWaiterGaps: number[];
   changedHands: number;
   overlaps: number;
   /** Commands sent inside acquire() and release() per critical section (cut-off waits included). */
@@ -107,14 +109,14 @@ async function runTcpContention(libraries: Library[], plan: TcpContentionPlan, s
     }
     for (const library of libraries) {
       const mine = runs.get(library) ?? [];
-      const { gapMs, toWaiterGapMs, changedHands, overlaps } = gapMetrics(mine);
+      const { gapMs, toWaiterGapMs, toWaiterGaps, changedHands, overlaps } = gapMetrics(mine);
       const sections = mine.reduce((sum, one) => sum + one.sections.length, 0);
       const requests = mine.reduce((sum, one) => sum + one.sections.reduce((s, x) => s + x.requests + x.releaseRequests, 0) +
         one.censored.reduce((s, c) => s + c.requests, 0), 0);
       rows.push({
         id: library.id, label: library.label, rejoin,
         roundSectionsPerSec: mine.map((one) => throughputMetrics([one]).sectionsPerSec),
-        ...throughputMetrics(mine), ...waitMetrics(mine), gapMs, toWaiterGapMs, changedHands, overlaps,
+        ...throughputMetrics(mine), ...waitMetrics(mine), gapMs, toWaiterGapMs, toWaiterGaps, changedHands, overlaps,
         requestsPerSection: round(requests / Math.max(1, sections)),
       });
     }

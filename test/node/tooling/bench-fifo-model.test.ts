@@ -57,6 +57,18 @@ describe("the FIFO model of 2b", () => {
     expect(first.every((w) => w.start >= 0 && w.start < REJOIN_JITTER_MS)).toBe(true);
   });
 
+  it("takes a free lock in freeMs, and a held one a drawn handoff after its release", () => {
+    const alone = simulateWindow({ clients: 1, holdMs: 5, windowMs: 60, windows: 1 }, { gap: () => 100, freeMs: 1 }, scripted(0.5));
+    // Free every time: each call waits 1 ms, and the next comes at its release 5 ms later.
+    expect(alone.map((w) => w.start)).toEqual(Array.from({ length: 10 }, (_, k) => 6 * k));
+    expect(alone.every((w) => w.ms === 1)).toBe(true);
+    // Drawn gaps: each caller that found the lock held gets it 2 or 9 ms after the holder before it released.
+    const { waits } = simulateRun({ ...scenario, windowMs: 2_000 }, { gapMs: [2, 9], freeMs: 1 }, 5);
+    const acquiredAt = waits.map((w) => w.start + w.ms);
+    const handoffs = waits.flatMap((w, i) => (i > 0 && !w.cutOff && w.start < (acquiredAt[i - 1] ?? 0) + 5 ? [(acquiredAt[i] ?? 0) - (acquiredAt[i - 1] ?? 0) - 5] : []));
+    expect(new Set(handoffs.map((g) => Math.round(g * 1e6) / 1e6))).toEqual(new Set([2, 9]));
+  });
+
   it("is deterministic per seed, and seeds differ", () => {
     const s: FifoScenario = { clients: 8, holdMs: 5, windowMs: 1_000, windows: 2 };
     expect(simulateRun(s, 0.4, 11)).toEqual(simulateRun(s, 0.4, 11));
