@@ -42,7 +42,12 @@ export type KeyBase = (name: string) => string;
  * still cannot reach each other's keys; the tag goes in as it is, or the slot would change.
  */
 export function keyBase(prefix: string, hashTag?: (name: string) => string): KeyBase {
-  if (!hashTag) return (name) => nameTag(prefix, name);
+  if (!hashTag) {
+    // An acquire, its attempts and its release ask for one name's keys again and again: the last is kept.
+    let last: string | undefined;
+    let base = "";
+    return (name) => (name === last ? base : (base = nameTag(prefix, (last = name))));
+  }
   return (name) => `${prefix}:{${checkHashTag(hashTag(name), name)}}:${escapeName(name)}`;
 }
 

@@ -31,7 +31,7 @@ export function nodeRunner(config: NodeConfig): Run {
 /** Runs lock scripts on one Redis, each reply read by the caller's `read`. */
 export function nodeReader({ redis, keyBase, timeoutMs }: NodeConfig): RunAndRead {
   return (script, name, args, owner, fence, read) =>
-    runScriptThen(redis, script, lockKeyList(keyBase(name), fence), args, { timeoutMs, secrets: [owner] }, (reply) => read(integers(reply, script)));
+    runScriptThen(redis, script, lockKeyList(keyBase(name), fence), args, { timeoutMs, secret: owner }, (reply) => read(integers(reply, script)));
 }
 
 /** One node's answer to inspect.lua, as a LockState. */

@@ -6,8 +6,8 @@ import type { LuaScript } from "./scripts.gen.ts";
 
 export interface RunOptions {
   readonly timeoutMs: number;
-  /** Strings (owner tokens) that must never appear in an error message. */
-  readonly secrets?: readonly string[];
+  /** A string (an owner token) that must never appear in an error message. */
+  readonly secret?: string;
 }
 
 /**
@@ -53,20 +53,18 @@ export function runScriptThen<T>(
   script: LuaScript,
   keys: string[],
   values: readonly (string | number)[],
-  { timeoutMs, secrets }: RunOptions,
+  { timeoutMs, secret }: RunOptions,
   read: (reply: Reply) => T,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     // A throw here rejects with that error as it is, before any timer starts.
     checkConfigured(redis);
     const args = values.map(String);
-    // An adapter's LockConfigError (a client not connected) says what to fix: it goes as it is.
-    const fail = (error: unknown) => reject(error instanceof LockConfigError ? error : unavailable(error, script, timeoutMs, secrets));
     // The client's own retries go on in the background after the timeout: their result is ignored,
     // and giveBackAfter() learns when they are over. Made only on a timeout, to cost nothing otherwise.
     let ended: (() => void) | undefined;
     const timer = setTimeout(() => {
-      const error = unavailable(new RequestTimeout(), script, timeoutMs, secrets);
+      const error = unavailable(new RequestTimeout(), script, timeoutMs, secret);
       stillOut.set(error, new Promise<void>((resolve) => (ended = resolve)));
       reject(error);
     }, timeoutMs);
@@ -74,27 +72,35 @@ export function runScriptThen<T>(
       clearTimeout(timer);
       ended?.();
       // Our scripts answer flat arrays of integers and strings.
-      if (!Array.isArray(reply) || !reply.every((v) => typeof v === "number" || typeof v === "string")) return reject(unexpectedReply(script, reply));
+      if (!Array.isArray(reply) || !reply.every(isScalar)) return reject(unexpectedReply(script, reply));
       try {
         resolve(read(reply));
       } catch (error) {
         reject(error);
       }
     };
-    const failed = (error: unknown) => (clearTimeout(timer), ended?.(), fail(error));
-    // Past the timeout the script has not run, and need not: the caller has given up.
-    const evalOnNoScript = (error: unknown) => {
-      if (!messageOf(error).includes("NOSCRIPT")) failed(error);
-      else if (ended) ended();
-      else send(() => redis.eval(script.text, keys, args), answered, failed);
+    // One EVAL after a NOSCRIPT; past the timeout the script has not run, and need not: the caller has given up.
+    let evalSent = false;
+    const failed = (error: unknown) => {
+      if (!evalSent && !ended && messageOf(error).includes("NOSCRIPT")) {
+        evalSent = true;
+        return send(() => redis.eval(script.text, keys, args), answered, failed);
+      }
+      clearTimeout(timer);
+      ended?.();
+      // An adapter's LockConfigError (a client not connected) says what to fix: it goes as it is.
+      reject(error instanceof LockConfigError ? error : unavailable(error, script, timeoutMs, secret));
     };
     send(() => {
       if (script.asText) return redis.eval(script.text, keys, args);
       const sha1 = scriptSha1(script);
       return typeof sha1 == "string" ? redis.evalsha(sha1, keys, args) : sha1.then((hex) => redis.evalsha(hex, keys, args));
-    }, answered, evalOnNoScript);
+    }, answered, failed);
   });
 }
+
+// Made once, not per reply.
+const isScalar = (v: unknown) => typeof v === "number" || typeof v === "string";
 
 /** The end of the request behind each call that timed out, by the error the call rejected with. */
 const stillOut = new WeakMap<object, Promise<void>>();
@@ -141,14 +147,14 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secrets: readonly string[] = []) {
+function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secret?: string) {
   // Dropped: the command @upstash/redis appends (owner token included), credentials in a URL (a
   // word's `//` to its last `@`), and words of 300+ characters, where `\S+@` would take quadratic time.
   // "1000ms", no space: no hint below then reads a timeoutMs of 401 as an HTTP status.
   let reason = error instanceof RequestTimeout
     ? `no answer within ${timeoutMs}ms, timeoutMs`
     : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
-  for (const secret of secrets) if (secret) reason = reason.split(secret).join("<redacted>");
+  if (secret) reason = reason.split(secret).join("<redacted>");
   // Cluster and connection hints first: a slot or a port may read as a 401 below.
   const hint = /redirections|TRYAGAIN|CLUSTERDOWN/.test(reason)
     ? "the Cluster was moving a slot or failing over: retry, or let the Cluster client retry longer"
