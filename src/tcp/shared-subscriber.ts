@@ -1,7 +1,7 @@
 // Push wake-ups over TCP: every stream a client's lock sets open is one channel on a single
 // subscriber connection, opened on first use and closed when the last stream closes.
-import { createHash } from "node:crypto";
 import type { WakeStream } from "../waiting/wake-channel.ts";
+import { sha1Hex } from "./sha1.ts";
 
 /** What the shared subscriber needs of a client's subscriber connection. */
 export interface SubscriberConnection {
@@ -68,8 +68,8 @@ export function sharedSubscriber(connect: () => SubscriberConnection): (channel:
     return {
       on: (type, listener) => void listeners.set(type, [...(listeners.get(type) ?? []), listener]),
       unsubscribe: () => closeStream(channel, stream),
-      // A handover's check at once, not after a round trip through libuv's thread pool (crypto.subtle).
-      digest: (text) => createHash("sha1").update(text).digest("hex"),
+      // A handover is checked at once, not after a round trip through libuv's thread pool (crypto.subtle).
+      digest: sha1Hex,
     };
   };
 }

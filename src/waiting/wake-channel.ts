@@ -27,7 +27,7 @@ export interface Member {
 /**
  * A stream, with `digest` where its client can hash without a round trip through a thread pool:
  * Node's crypto.subtle takes one per call (~0.1 ms on loopback, more behind a busy pool), and the
- * handover waits on it. The TCP adapters give node:crypto's; elsewhere crypto.subtle serves.
+ * handover waits on it. The TCP adapters give a synchronous one (src/tcp/sha1.ts); elsewhere crypto.subtle serves.
  */
 export type WakeStream = WakeSubscriber & { digest?: (text: string) => string };
 

@@ -1,5 +1,6 @@
-// A stream may bring its own SHA-1 (the TCP adapters: node:crypto, no trip through the thread pool
-// that crypto.subtle takes in Node): a handover is still checked against the waiter's owner token.
+// A stream may bring its own SHA-1 (the TCP adapters: a synchronous one in plain JS, with no trip
+// through the thread pool that crypto.subtle takes in Node): a handover is still checked against
+// the waiter's owner token, and that SHA-1 is SHA-1.
 import { createHash } from "node:crypto";
 import { describe, expect, it, vi } from "vitest";
 import { sha1Hex } from "../../../../src/core/keys.ts";
@@ -58,7 +59,15 @@ describe("a stream's own digest", () => {
       subscribe: () => Promise.resolve(), unsubscribe: () => Promise.resolve(), onMessage: () => undefined, onDrop: () => undefined, close: () => undefined,
     };
     const stream = sharedSubscriber(() => connection)("c");
-    for (const text of ["", "1700000000000002:" + OWNER, "x".repeat(200), "é ✓"]) expect(stream.digest?.(text)).toBe(await sha1Hex(text));
+    for (const text of ["", "abc", "1700000000000002:" + OWNER, "é ✓ 𝄞"]) expect(stream.digest?.(text)).toBe(await sha1Hex(text));
+    // "abc" is FIPS 180's own example.
+    expect(stream.digest?.("abc")).toBe("a9993e364706816aba3e25717850c26c9cd0d89d");
+    // Every length across the block boundaries (55/56 bytes: the length field's own block; 64; 119/120...).
+    for (let n = 0; n <= 200; n++) {
+      const text = Array.from({ length: n }, (_, i) => String.fromCharCode(33 + ((i * 7 + n) % 90))).join("");
+      expect(stream.digest?.(text), `length ${n}`).toBe(sha1Of(text));
+    }
+    expect(stream.digest?.("ü".repeat(300))).toBe(sha1Of("ü".repeat(300)));
   });
 });
 
