@@ -11,6 +11,17 @@ export const ms = (min: number, max: number) =>
     z.maximum(max, `must be at most ${max} ms`),
   );
 
+// The limits of leaseMs and waitMs, and the tests of the other options: zod and the quick path
+// below both read them, so the two cannot drift apart.
+const LEASE_MS = [100, 3_600_000] as const;
+const WAIT_MS = [0, 600_000] as const;
+const OWNER = /^[0-9a-f]{32}$/;
+const WAKES = ["poll", "push"] as const;
+const isFunction = (v: unknown) => typeof v === "function";
+// By shape, as isAbortSignal (not imported, for the core's bytes): a Request's signal in
+// Vercel's Edge Runtime is from another realm.
+const isSignal = (v: unknown) => typeof (v as AbortSignal | undefined)?.throwIfAborted == "function";
+
 const CLIENT_EXAMPLE = "a Redis client such as new Redis({ url, token }) from @upstash/redis";
 
 /** An ioredis or node-redis client passed as it is: its methods take other arguments than @upstash/redis's. */
@@ -58,14 +69,14 @@ export const locksOptionsSchema = z.strictObject({
   /** One Redis client, or an array of independent ones for quorum mode. */
   redis: redisClients,
   /** Lease length (default 10 s). Short leases bound how long a crashed holder blocks others. */
-  leaseMs: z._default(ms(100, 3_600_000), 10_000),
+  leaseMs: z._default(ms(...LEASE_MS), 10_000),
   /** How long acquire() waits for a busy lock (default 5 s). */
-  waitMs: z._default(ms(0, 600_000), 5_000),
+  waitMs: z._default(ms(...WAIT_MS), 5_000),
   /**
    * Redis Cluster: the hash tag of a lock's keys, to put the lock in the slot of your keys tagged
    * `{tag}` (for a script of yours that reads both). Keys become `prefix:{tag}:name:…`; by default `prefix:{name}:…`.
    */
-  hashTag: z.optional(z.custom<(name: string) => string>((v) => typeof v === "function", "expected a function from a lock name to its hash tag, such as (name) => name.split(\"/\")[0]")),
+  hashTag: z.optional(z.custom<(name: string) => string>(isFunction, "expected a function from a lock name to its hash tag, such as (name) => name.split(\"/\")[0]")),
 }, "expected an options object");
 
 export const storeOptionsSchema = z.strictObject({
@@ -89,23 +100,21 @@ export type LocksOptions = z.input<typeof locksOptionsSchema>;
 
 /** An owner token, as acquire({ owner }) and resume() take it. */
 export const ownerToken = z.string("expected lease.owner: 32 hex characters").check(
-  z.regex(/^[0-9a-f]{32}$/, "expected lease.owner: 32 hex characters"),
+  z.regex(OWNER, "expected lease.owner: 32 hex characters"),
 );
 
 /** What tryAcquire() takes; acquire() takes these too. */
 const attemptOptions = {
   /** This lease's length (default: the lock set's leaseMs). */
-  leaseMs: z.optional(ms(100, 3_600_000)),
+  leaseMs: z.optional(ms(...LEASE_MS)),
   /** An owner token of a lease you hold: joins it reentrantly (same fence, one more hold). */
   owner: z.optional(ownerToken),
-  // By shape, as isAbortSignal (not imported, for the core's bytes): a Request's signal in
-  // Vercel's Edge Runtime is from another realm.
-  signal: z.optional(z.custom<AbortSignal>((v) => typeof (v as AbortSignal | undefined)?.throwIfAborted == "function", "expected an AbortSignal")),
+  signal: z.optional(z.custom<AbortSignal>(isSignal, "expected an AbortSignal")),
   /**
    * Where a runtime stops a request's work once it has answered (Workers: `ctx.waitUntil`, bound):
    * the request that gives up a place in line (or a hold never received) is handed to it, to reach Redis.
    */
-  waitUntil: z.optional(z.custom<(work: Promise<unknown>) => void>((v) => typeof v === "function", "expected a function such as (p) => ctx.waitUntil(p)")),
+  waitUntil: z.optional(z.custom<(work: Promise<unknown>) => void>(isFunction, "expected a function such as (p) => ctx.waitUntil(p)")),
 };
 
 export const tryAcquireOptionsSchema = z.strictObject(attemptOptions, "expected an options object");
@@ -114,16 +123,50 @@ export type TryAcquireOptions = z.input<typeof tryAcquireOptionsSchema>;
 
 export const acquireOptionsSchema = z.strictObject({
   /** How long to wait for a busy lock (default: the lock set's waitMs). */
-  waitMs: z.optional(ms(0, 600_000)),
+  waitMs: z.optional(ms(...WAIT_MS)),
   ...attemptOptions,
   /**
    * "push" (default on one Redis) waits on the lock set's SUBSCRIBE stream, and the holder's release
    * hands the lock straight to the first push waiter in line; "poll" backs off and looks again.
    */
-  wake: z.optional(z.enum(["poll", "push"], 'expected "poll" or "push"')),
+  wake: z.optional(z.enum(WAKES, 'expected "poll" or "push"')),
 }, "expected an options object");
 
 export type AcquireOptions = z.input<typeof acquireOptionsSchema>;
+
+const within = ([min, max]: readonly [number, number]) => (v: unknown) => Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+
+/** What zod would pass of each of acquire()'s options as it is, tested as its schema tests it. */
+const quickChecks: Record<string, (v: unknown) => boolean> = {
+  waitMs: within(WAIT_MS),
+  leaseMs: within(LEASE_MS),
+  owner: (v) => typeof v == "string" && OWNER.test(v),
+  signal: isSignal,
+  waitUntil: isFunction,
+  wake: (v) => WAKES.includes(v as "poll"),
+};
+
+/**
+ * acquire()'s and tryAcquire()'s options, parsed once per call: no options, or valid ones of the
+ * schema's, pass without zod's ~1 KB of objects; anything else goes to zod, whose errors stay the ones reported.
+ */
+export function parseAttemptOptions<S extends z.ZodMiniObject>(schema: S, input: unknown, what: string): z.output<S> {
+  return (quickly(schema.shape, input) as z.output<S> | undefined) ?? parseOptions(schema, input, what);
+}
+
+/** A copy of the options, or undefined where zod must look: keys are read as zod reads them, unknown ones by for-in. */
+function quickly(shape: object, input: unknown): object | undefined {
+  if (input == null) return {};
+  if (typeof input != "object" || Array.isArray(input)) return undefined;
+  for (const key in input) if (!Object.hasOwn(shape, key)) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const key in shape) {
+    const value = (input as Record<string, unknown>)[key];
+    if (value !== undefined && !quickChecks[key]?.(value)) return undefined;
+    out[key] = value;
+  }
+  return out;
+}
 
 /** Parses untrusted input once; the caller's object is never mutated. */
 export function parseOptions<S extends z.ZodMiniType>(schema: S, input: unknown, what: string): z.output<S> {

@@ -6,7 +6,7 @@ import { checkFence } from "../core/fence.ts";
 import { checkName, keyBase } from "../core/keys.ts";
 import { Lease } from "./lease.ts";
 import {
-  acquireOptionsSchema, locksOptionsSchema, ownerToken, parseOptions, tryAcquireOptionsSchema,
+  acquireOptionsSchema, locksOptionsSchema, ownerToken, parseAttemptOptions, parseOptions, tryAcquireOptionsSchema,
   type AcquireOptions, type LocksOptions, type TryAcquireOptions,
 } from "../core/options.ts";
 import { quorum } from "../quorum/quorum.ts";
@@ -61,7 +61,7 @@ export function createLocks(options: LocksOptions): Locks {
 
   async function acquire(name: string, options?: AcquireOptions): Promise<Lease> {
     checkLockName(name);
-    const opts = parseOptions(acquireOptionsSchema, options, "acquire options");
+    const opts = parseAttemptOptions(acquireOptionsSchema, options, "acquire options");
     const waitMs = opts.waitMs ?? config.waitMs;
     const outcome = await acquireWithin(name, opts, waitMs);
     if (outcome instanceof Lease) return outcome;
@@ -70,7 +70,7 @@ export function createLocks(options: LocksOptions): Locks {
 
   async function tryAcquire(name: string, options?: TryAcquireOptions): Promise<Lease | null> {
     checkLockName(name);
-    const outcome = await acquireWithin(name, parseOptions(tryAcquireOptionsSchema, options, "tryAcquire options"), 0);
+    const outcome = await acquireWithin(name, parseAttemptOptions(tryAcquireOptionsSchema, options, "tryAcquire options"), 0);
     return outcome instanceof Lease ? outcome : null;
   }
 

@@ -30,8 +30,16 @@ export function nodeRunner(config: NodeConfig): Run {
 
 /** Runs lock scripts on one Redis, each reply read by the caller's `read`. */
 export function nodeReader({ redis, keyBase, timeoutMs }: NodeConfig): RunAndRead {
-  return (script, name, args, owner, fence, read) =>
-    runScriptThen(redis, script, lockKeyList(keyBase(name), fence), args, { timeoutMs, secret: owner }, (reply) => read(integers(reply, script)));
+  // The last lock's four keys, kept: an acquire and its release send the same ones. Each call
+  // gets a copy, so a client that keeps or changes its list cannot change the next call's.
+  let base: string | undefined;
+  let keys: string[] = [];
+  return (script, name, args, owner, fence, read) => {
+    const at = keyBase(name);
+    if (at !== base) keys = lockKeyList((base = at));
+    const sent = fence ? [...keys, `${at}:releases:${fence}`] : [...keys];
+    return runScriptThen(redis, script, sent, args, { timeoutMs, secret: owner }, (reply) => read(integers(reply, script)));
+  };
 }
 
 /** One node's answer to inspect.lua, as a LockState. */
