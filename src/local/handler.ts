@@ -40,10 +40,17 @@ export function createHandler(backend: Backend): (request: IncomingMessage, resp
     const syncToken = String(++counter);
     respond(request, response, backend, syncToken)
       .catch(errorReply)
-      .then((reply) => reply && sendJson(response, reply.status, reply.body, syncToken))
+      .then((reply) => reply && otherReadsFirst().then(() => sendJson(response, reply.status, reply.body, syncToken)))
       .catch(() => response.destroy());
   };
 }
+
+/**
+ * Resolves once the event loop has handled the other sockets that were readable with this reply's
+ * Redis answer: a release's handover, published on a subscriber connection, then reaches its
+ * waiter's stream before the releaser's reply, instead of waiting for the CPU that writing it gives away.
+ */
+const otherReadsFirst = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The JSON reply, or undefined when the request became an event stream that answered itself. */
 async function respond(
