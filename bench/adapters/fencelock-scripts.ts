@@ -54,8 +54,8 @@ export function fencelockScriptsTcpLibrary(endpoint: Endpoint): Library {
   };
 }
 
-async function scriptsAlone(prefix: string, run: RunScript, close: () => Promise<void>): Promise<LockAdapter<BareLease>> {
-  const [acquireSha1, releaseSha1, heartbeatSha1] = await Promise.all([scripts.acquire, scripts.release, scripts.heartbeat].map(async (s) => scriptSha1(s)));
+function scriptsAlone(prefix: string, run: RunScript, close: () => Promise<void>): LockAdapter<BareLease> {
+  const [acquireSha1, releaseSha1, heartbeatSha1] = [scripts.acquire, scripts.release, scripts.heartbeat].map(scriptSha1) as [string, string, string];
   const keysOf = keyBase(prefix);
   const fenceTtlMs = String(LEASE_MS + RETRY_WINDOW_MS);
   // A lock set's channel id, as a push ticket carries it.
@@ -66,15 +66,15 @@ async function scriptsAlone(prefix: string, run: RunScript, close: () => Promise
     acquire: async (name) => {
       const owner = newToken();
       const ticket = `${newToken()}.${owner}.${LEASE_MS}.${fenceTtlMs}.${lockSet}`;
-      const [held, fence = 0] = await run(acquireSha1 as string, lockKeyList(keysOf(name)), [owner, ticket, String(LEASE_MS), fenceTtlMs, String(QUEUE_ALIVE_MS)]);
+      const [held, fence = 0] = await run(acquireSha1, lockKeyList(keysOf(name)), [owner, ticket, String(LEASE_MS), fenceTtlMs, String(QUEUE_ALIVE_MS)]);
       if (held !== 1) throw new Error(`${name} was busy: the scripts-alone yardstick runs uncontended only`);
       return { name, owner, fence };
     },
     release: async ({ name, owner, fence }) => {
-      await run(releaseSha1 as string, lockKeyList(keysOf(name), fence), [owner, String(fence), newToken(), String(RETRY_WINDOW_MS)]);
+      await run(releaseSha1, lockKeyList(keysOf(name), fence), [owner, String(fence), newToken(), String(RETRY_WINDOW_MS)]);
     },
     heartbeat: async ({ name, owner, fence }) => {
-      await run(heartbeatSha1 as string, lockKeyList(keysOf(name)), [owner, String(fence), String(LEASE_MS), fenceTtlMs]);
+      await run(heartbeatSha1, lockKeyList(keysOf(name)), [owner, String(fence), String(LEASE_MS), fenceTtlMs]);
     },
     close,
   };

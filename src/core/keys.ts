@@ -71,16 +71,11 @@ export function lockKeyList(base: string, fence?: number): string[] {
   return keys;
 }
 
-/** Lowercase hex SHA-1 of a text's UTF-8 bytes, as EVALSHA and Lua's redis.sha1hex name it. */
-export async function sha1Hex(text: string): Promise<string> {
-  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text))));
-}
-
 // The hex digits' character codes, decoded in one call: a string built a byte at a time made
 // a throwaway string per byte.
 const DIGITS = new TextEncoder().encode("0123456789abcdef");
 
-/** Lowercase hex of some bytes: tokens, SHA-1 digests. */
+/** Lowercase hex of some bytes: the pool tokens are cut from. */
 export function toHex(bytes: Uint8Array): string {
   const codes = new Uint8Array(bytes.length * 2);
   for (let i = 0; i < codes.length; i++) codes[i] = DIGITS[(bytes[i >> 1]! >> (i & 1 ? 0 : 4)) & 15]!;

@@ -1,6 +1,6 @@
 // Runs a Lua script on any RedisClient: EVALSHA first, a timeout, and errors that say what to fix.
 import { LockConfigError, LockUnavailableError } from "../core/errors.ts";
-import { sha1Hex } from "../core/keys.ts";
+import { sha1Hex } from "../core/sha1.ts";
 import type { RedisClient } from "../core/client.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
@@ -20,19 +20,15 @@ export const RETRY_WINDOW_MS = 60_000;
 /** A script's reply: our scripts answer flat arrays of integers and strings. */
 export type Reply = readonly (number | string)[];
 
-const digests = new Map<LuaScript, string | Promise<string>>();
+const digests = new Map<LuaScript, string>();
 
 /**
  * The SHA-1 EVALSHA names a script by, computed once per isolate: shipped, the digests would cost
- * ~300 gzip bytes (a test checks them against SCRIPT LOAD). Once known it is a plain string, so a
- * script call waits on nothing before its request.
+ * ~300 gzip bytes (a test checks them against SCRIPT LOAD).
  */
-export function scriptSha1(script: LuaScript): string | Promise<string> {
+export function scriptSha1(script: LuaScript): string {
   let digest = digests.get(script);
-  if (!digest) {
-    digest = sha1Hex(script.text).then((hex) => (digests.set(script, hex), hex));
-    digests.set(script, digest);
-  }
+  if (!digest) digests.set(script, (digest = sha1Hex(script.text)));
   return digest;
 }
 
@@ -91,11 +87,7 @@ export function runScriptThen<T>(
       // An adapter's LockConfigError (a client not connected) says what to fix: it goes as it is.
       reject(error instanceof LockConfigError ? error : unavailable(error, script, timeoutMs, secret));
     };
-    send(() => {
-      if (script.asText) return redis.eval(script.text, keys, args);
-      const sha1 = scriptSha1(script);
-      return typeof sha1 == "string" ? redis.evalsha(sha1, keys, args) : sha1.then((hex) => redis.evalsha(hex, keys, args));
-    }, answered, failed);
+    send(() => (script.asText ? redis.eval(script.text, keys, args) : redis.evalsha(scriptSha1(script), keys, args)), answered, failed);
   });
 }
 

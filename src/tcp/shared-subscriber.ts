@@ -1,7 +1,6 @@
 // Push wake-ups over TCP: every stream a client's lock sets open is one channel on a single
 // subscriber connection, opened on first use and closed when the last stream closes.
-import type { WakeStream } from "../waiting/wake-channel.ts";
-import { sha1Hex } from "./sha1.ts";
+import type { WakeSubscriber } from "../core/client.ts";
 
 /** What the shared subscriber needs of a client's subscriber connection. */
 export interface SubscriberConnection {
@@ -25,7 +24,7 @@ interface Stream {
 }
 
 /** A client's subscribe(): streams on one connection from `connect`, opened when the first is needed. */
-export function sharedSubscriber(connect: () => SubscriberConnection): (channel: string) => WakeStream {
+export function sharedSubscriber(connect: () => SubscriberConnection): (channel: string) => WakeSubscriber {
   const streams = new Map<string, Set<Stream>>();
   let connection: SubscriberConnection | undefined;
 
@@ -55,7 +54,7 @@ export function sharedSubscriber(connect: () => SubscriberConnection): (channel:
     return Promise.resolve();
   }
 
-  return function subscribe(channel: string): WakeStream {
+  return function subscribe(channel: string): WakeSubscriber {
     const listeners = new Map<string, Listener[]>();
     const stream: Stream = { listeners, emit: (type, event) => listeners.get(type)?.forEach((listener) => listener(event)) };
     const set = streams.get(channel) ?? new Set<Stream>();
@@ -68,8 +67,6 @@ export function sharedSubscriber(connect: () => SubscriberConnection): (channel:
     return {
       on: (type, listener) => void listeners.set(type, [...(listeners.get(type) ?? []), listener]),
       unsubscribe: () => closeStream(channel, stream),
-      // A handover is checked at once, not after a round trip through libuv's thread pool (crypto.subtle).
-      digest: sha1Hex,
     };
   };
 }

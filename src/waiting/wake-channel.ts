@@ -1,6 +1,6 @@
 // One SUBSCRIBE stream per channel, shared by all its push waiters: release.lua addresses each
 // handover to the heir's channel (from its ticket) and ticket (in the message).
-import { sha1Hex } from "../core/keys.ts";
+import { sha1Hex } from "../core/sha1.ts";
 import type { WakeSubscriber } from "../core/client.ts";
 
 /** A stream older than this is replaced: one can die without a word (fetch drops a body idle for 5 minutes, Upstash sends no keep-alives). */
@@ -24,19 +24,12 @@ export interface Member {
   readonly wakers: Set<() => void>;
 }
 
-/**
- * A stream, with `digest` where its client can hash without a round trip through a thread pool:
- * Node's crypto.subtle takes one per call (~0.1 ms on loopback, more behind a busy pool), and the
- * handover waits on it. The TCP adapters give a synchronous one (src/tcp/sha1.ts); elsewhere crypto.subtle serves.
- */
-export type WakeStream = WakeSubscriber & { digest?: (text: string) => string };
-
 /** Where a channel's streams come from, and how release.lua finds it. */
 export interface ChannelSpec {
   /** What a push ticket carries so that release.lua publishes here (see wake-channels.ts). */
   readonly address: string;
   /** A new stream on the channel; undefined where the client cannot open one. */
-  readonly open: () => WakeStream | undefined;
+  readonly open: () => WakeSubscriber | undefined;
   /** Called once the channel has closed its streams with no waiter left. */
   readonly onIdle?: () => void;
 }
@@ -75,7 +68,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     pending = stream;
     subscriber.on("subscribe", () => confirmed(stream));
     subscriber.on("error", (event) => failed(stream, event));
-    subscriber.on("message", (event) => void deliver(members, event, subscriber.digest));
+    subscriber.on("message", (event) => deliver(members, event));
   }
 
   function confirmed(stream: Stream): void {
@@ -150,13 +143,14 @@ function close(stream: Stream): void {
  * Hands a message 'ticket:fence:digest' to its member if release.lua signed it for that member's
  * owner: only it and the waiter know the owner token, so one who may publish but not read keys cannot forge it.
  */
-async function deliver(members: Map<string, Member>, event: unknown, digest: (text: string) => string | Promise<string> = sha1Hex): Promise<void> {
+function deliver(members: Map<string, Member>, event: unknown): void {
   // Any event reads safely so: a field of a primitive is undefined.
   const message = String((event as { message?: unknown } | null | undefined)?.message);
   const [, ticket = "", fence, signed] = /^([0-9a-f]{32}):([1-9]\d{0,15}):([0-9a-f]{40})$/.exec(message) ?? [];
   const member = members.get(ticket);
   if (!member || !fence || !Number.isSafeInteger(+fence)) return;
-  if (signed !== (await digest(`${fence}:${member.owner}`))) return;
+  // Checked at once (see sha1.ts): the waiter is woken in the same turn as its message.
+  if (signed !== sha1Hex(`${fence}:${member.owner}`)) return;
   member.fence = +fence;
   member.wakers.forEach((wake) => wake());
 }

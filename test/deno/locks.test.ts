@@ -47,7 +47,7 @@ Deno.test("acquire: waits for a release, and times out with LockTimeoutError whi
 Deno.test("push: a release hands the lock straight to a waiter listening over server-sent events", async () => {
   const locks = newLocks("push", { leaseMs: 10_000 });
   const holder = await locks.acquire("job");
-  const acquireSha1 = await scriptSha1(scripts.acquire);
+  const acquireSha1 = scriptSha1(scripts.acquire);
   let attempts = 0;
   const realFetch = globalThis.fetch;
   globalThis.fetch = (input, init) => {

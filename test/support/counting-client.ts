@@ -5,7 +5,7 @@ import { upstash } from "./upstash.ts";
 
 /** The real client to the local server, with its acquire attempts counted in `attempts.n`. */
 export async function countingAcquires(real = upstash()) {
-  const acquireSha1 = await scriptSha1(scripts.acquire);
+  const acquireSha1 = scriptSha1(scripts.acquire);
   const attempts = { n: 0 };
   const client: RedisClient = {
     evalsha: (sha, keys, args) => ((attempts.n += sha === acquireSha1 ? 1 : 0), real.evalsha(sha, keys, args)),

@@ -74,7 +74,7 @@ describe("guardFetch", () => {
   it('with release: "await", a client that reads a Content-Length body and asks again finds the lock free', async () => {
     // Redis a little slow to answer a release, as Upstash from another region is.
     const real = upstash();
-    const releaseSha1 = await scriptSha1(scripts.release);
+    const releaseSha1 = scriptSha1(scripts.release);
     const slowRelease: RedisClient = {
       evalsha: async (sha, keys, args) => (sha === releaseSha1 && (await sleep(200)), real.evalsha(sha, keys, args)),
       eval: async (text, keys, args) => (text === scripts.release.text && (await sleep(200)), real.eval(text, keys, args)),

@@ -54,7 +54,7 @@ describe("a call that gives up its place in line", () => {
     const holder = await lockSet(prefix).acquire("job");
     const real = upstash();
     const sent: string[] = [];
-    const leaveSha1 = await scriptSha1(scripts.leave);
+    const leaveSha1 = scriptSha1(scripts.leave);
     const redis: RedisClient = {
       evalsha: (sha, keys, args) => (sent.push(sha === leaveSha1 ? "EVALSHA leave" : "EVALSHA"), real.evalsha(sha, keys, args)),
       eval: (text, keys, args) => (sent.push(text === scripts.leave.text ? "EVAL leave" : "EVAL"), real.eval(text, keys, args)),

@@ -111,7 +111,7 @@ describe("on 3 nodes, one whose request outlives timeoutMs", () => {
     await (await observer.tryAcquire("warm"))?.release(); // scripts loaded on every node
     let landed = false;
     const late = rig.clients[2]!;
-    const acquireSha1 = await scriptSha1(scripts.acquire);
+    const acquireSha1 = scriptSha1(scripts.acquire);
     const delayed: RedisClient = {
       evalsha: (sha, keys, args) =>
         sha !== acquireSha1 || landed

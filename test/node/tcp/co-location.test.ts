@@ -71,7 +71,7 @@ const keysInSlot = async (slot: number) =>
 
 /** `redis` with its acquire attempts and its streams' messages counted, and the shard channels it opened. */
 async function watched(redis: RedisClient) {
-  const acquireSha1 = await scriptSha1(scripts.acquire);
+  const acquireSha1 = scriptSha1(scripts.acquire);
   const seen = { acquires: 0, messages: 0, shardChannels: [] as string[] };
   const counted = (open: (channel: string) => WakeSubscriber) => (channel: string): WakeSubscriber => {
     const stream = open(channel);

@@ -5,7 +5,7 @@ import { installScriptCounter, callsTo, ScriptCalls, scriptScope } from "../../.
 import { summarize } from "../../../bench/harness/stats.ts";
 import { quorumTargets } from "../../../bench/report/quorum.ts";
 import type { QuorumResults } from "../../../bench/scenarios/quorum.ts";
-import { sha1Hex } from "../../../src/core/keys.ts";
+import { sha1Hex } from "../../../src/core/sha1.ts";
 import * as scripts from "../../../src/redis/scripts.gen.ts";
 
 describe("script calls counted at the transport", () => {
@@ -21,8 +21,8 @@ describe("script calls counted at the transport", () => {
   });
 
   it("names adopt.lua by its SHA-1, in a single command and in a pipeline, per scope and per node", async () => {
-    const adopt = await sha1Hex(scripts.adopt.text);
-    const acquire = await sha1Hex(scripts.acquire.text);
+    const adopt = sha1Hex(scripts.adopt.text);
+    const acquire = sha1Hex(scripts.acquire.text);
     const url = "http://127.0.0.1:1/";
     const before = callsTo(url).count("adopt");
     const mine = new ScriptCalls();

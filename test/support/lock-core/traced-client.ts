@@ -9,7 +9,7 @@ import { upstash } from "../upstash.ts";
  */
 export async function tracedClients(trace: string[], now: () => number): Promise<(label?: string) => RedisClient> {
   const shas = new Map<string, string>();
-  for (const script of Object.values(scripts)) shas.set(await scriptSha1(script), script.name);
+  for (const script of Object.values(scripts)) shas.set(scriptSha1(script), script.name);
   let callIds = 0;
   return (label = "?"): RedisClient => {
     const real = upstash({ retry: { retries: 3, backoff: () => 10 } });

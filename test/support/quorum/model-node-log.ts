@@ -12,7 +12,7 @@ async function scriptNames(): Promise<Map<string, string>> {
   const names = new Map<string, string>();
   for (const [name, script] of Object.entries(scripts)) {
     if (typeof script !== "object" || !script || !("text" in script)) continue;
-    names.set(await scriptSha1(script), name);
+    names.set(scriptSha1(script), name);
     names.set(script.text, name);
   }
   return names;

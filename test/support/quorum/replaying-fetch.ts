@@ -39,7 +39,7 @@ export function tracked(wrap: (real: Fetch) => Fetch) {
 export function lateRetryOf(script: LuaScript, nodeUrl: string, delayMs: number) {
   let state: "waiting" | "dropped" | "retrying" | "landed" = "waiting";
   const wrap = (real: Fetch): Fetch => async (input, init) => {
-    const sha1 = await scriptSha1(script);
+    const sha1 = scriptSha1(script);
     const mine = String(input).startsWith(nodeUrl) && String(init?.body).includes(sha1);
     const retry = mine && state === "dropped";
     if (retry) {
@@ -77,7 +77,7 @@ export function droppingFirstReplies(times: number) {
 export function losingRepliesOf(script: LuaScript, nodeUrl: string) {
   return (real: Fetch): Fetch => async (input, init) => {
     const response = await real(input, init);
-    if (!String(input).startsWith(nodeUrl) || !String(init?.body).includes(await scriptSha1(script))) return response;
+    if (!String(input).startsWith(nodeUrl) || !String(init?.body).includes(scriptSha1(script))) return response;
     await response.text();
     throw new TypeError("fetch failed: connection reset after the request was sent");
   };

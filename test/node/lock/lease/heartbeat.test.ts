@@ -31,7 +31,7 @@ describe("validity on the client", () => {
     const prefix = uniquePrefix("hb-shortens-local");
     const real = upstash();
     await real.scriptLoad(scripts.heartbeat.text); // the one request made is the delayed EVALSHA
-    const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
+    const heartbeatSha1 = scriptSha1(scripts.heartbeat);
     const slowHeartbeatRequests: RedisClient = {
       evalsha: async (sha, keys, args) => {
         if (sha === heartbeatSha1) await sleep(350); // on its way to Redis
@@ -59,7 +59,7 @@ describe("validity on the client", () => {
   // The server extends the lease, but the reply takes longer than the 60 ms left here.
   async function slowHeartbeatLocks(label: string) {
     const real = upstash();
-    const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
+    const heartbeatSha1 = scriptSha1(scripts.heartbeat);
     const slowHeartbeats: RedisClient = {
       evalsha: async (sha, keys, args) => {
         const reply = await real.evalsha(sha, keys, args);

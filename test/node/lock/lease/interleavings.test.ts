@@ -11,7 +11,7 @@ import { uniquePrefix, upstash } from "../../../support/upstash.ts";
 async function slowHeartbeats(): Promise<RedisClient> {
   const real = upstash();
   await real.scriptLoad(scripts.heartbeat.text); // the one request a heartbeat makes is the delayed EVALSHA
-  const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
+  const heartbeatSha1 = scriptSha1(scripts.heartbeat);
   return {
     evalsha: async (sha, keys, args) => {
       const reply = await real.evalsha(sha, keys, args);

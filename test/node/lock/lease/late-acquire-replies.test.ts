@@ -62,7 +62,7 @@ describe("validity on the client", () => {
     const prefix = uniquePrefix("late-dup");
     const locks = createLocks({ redis: upstash(), prefix, leaseMs: 10_000, timeoutMs: 12_000 });
     await (await locks.acquire("warm")).release(); // scripts loaded: one request per attempt
-    const acquireSha1 = await scriptSha1(scripts.acquire);
+    const acquireSha1 = scriptSha1(scripts.acquire);
     // leave.lua goes as EVAL, its text JSON-escaped in the body as @upstash/redis sends it.
     const leaveText = JSON.stringify(scripts.leave.text).slice(1, -1);
     let slowFence: number | undefined;

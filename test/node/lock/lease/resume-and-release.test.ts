@@ -25,7 +25,7 @@ describe("validity on the client", () => {
   it("fails a resumed lease's heartbeat whose reply came after the extension it reports ran out", async () => {
     const prefix = uniquePrefix("resume-late");
     const first = await createLocks({ redis: upstash(), prefix, leaseMs: 1_000 }).acquire("job");
-    const heartbeatSha1 = await scriptSha1(scripts.heartbeat);
+    const heartbeatSha1 = scriptSha1(scripts.heartbeat);
     const real = upstash();
     await real.scriptLoad(scripts.heartbeat.text); // so that the one request made is the delayed EVALSHA
     // Redis confirms it at once (about 1 s left: a heartbeat never shortens a TTL); the reply comes 1.4 s later.

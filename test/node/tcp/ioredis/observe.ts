@@ -12,7 +12,7 @@ export interface Seen {
 }
 
 export async function observed(redis: RedisClient): Promise<{ client: RedisClient; seen: Seen }> {
-  const acquireSha1 = await scriptSha1(scripts.acquire);
+  const acquireSha1 = scriptSha1(scripts.acquire);
   const seen: Seen = { acquires: 0, streams: 0, confirmations: 0, messages: 0 };
   const watched = (open: (channel: string) => WakeSubscriber) => (channel: string): WakeSubscriber => {
     const stream = open(channel);

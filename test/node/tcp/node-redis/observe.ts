@@ -17,7 +17,7 @@ export interface Observed {
 }
 
 export async function observe(redis: RedisClient): Promise<Observed> {
-  const acquireSha1 = await scriptSha1(scripts.acquire);
+  const acquireSha1 = scriptSha1(scripts.acquire);
   const acquires = { n: 0 };
   const messages = { n: 0 };
   const opened = { subscribe: 0, ssubscribe: 0 };

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RedisClient } from "../../../../src/index.ts";
 import type { WakeSubscriber } from "../../../../src/core/client.ts";
-import { sha1Hex } from "../../../../src/core/keys.ts";
+import { sha1Hex } from "../../../../src/core/sha1.ts";
 import { pushWaiter } from "../../../../src/waiting/push.ts";
 import { wakeChannels } from "../../../../src/waiting/wake-channels.ts";
 
@@ -35,7 +35,7 @@ function fakeClient(behaviour: { messages?: string[]; fail?: boolean | ((stream:
 }
 
 // As release.lua signs a handover: only it and the heir know the owner token.
-const handover = async (fence: string, owner = OWNER, ticket = TICKET) => `${ticket}:${fence}:${await sha1Hex(`${fence}:${owner}`)}`;
+const handover = (fence: string, owner = OWNER, ticket = TICKET) => `${ticket}:${fence}:${sha1Hex(`${fence}:${owner}`)}`;
 const busy = { busyForMs: 5_000, position: 0 };
 
 describe("a push waiter's messages", () => {

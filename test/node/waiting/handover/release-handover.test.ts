@@ -33,7 +33,7 @@ describe("release hands the lock to the push waiter first in line", () => {
     const name = "order:{42}/%7B ü,x?#";
     const holder = await lockSet(prefix).acquire(name);
     const acquires = { n: 0 };
-    const acquireSha1 = await scriptSha1(scripts.acquire);
+    const acquireSha1 = scriptSha1(scripts.acquire);
     const lease = await withFetch(
       (real) => (input, init) => {
         if (String(init?.body).includes(acquireSha1)) acquires.n++;

@@ -127,7 +127,7 @@ describe("push wake-ups", () => {
     const prefix = uniquePrefix("push-late");
     await heldLock(prefix, 600); // expires without a release: no message will come
     const real = upstash();
-    const acquireSha1 = await scriptSha1(scripts.acquire);
+    const acquireSha1 = scriptSha1(scripts.acquire);
     const attempts: number[] = [];
     let slowReplyAt = 0;
     const client: RedisClient = {
