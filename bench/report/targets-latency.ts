@@ -37,7 +37,7 @@ export function latencyTargets(results: LatencyResults | undefined): Target[] {
   const speed = judged(`At every RTT, default options: 2a, ${eight} contenders and ${many} contenders sections/s ≥ 1.2× @upstash/lock (${eight} contenders is the 2b cell)`,
     [...ratio(["2a"]), ...ratio(["2b"], `${eight} contenders`), ...ratio(["many"])], (v) => v >= 1.2, "×");
   // Beside the verdict, not in it: where even a handoff of exactly one round trip would fall short.
-  const ceilings = defaultRows(results, ["2a", "many"]).map(({ at, row }) => {
+  const ceilings = defaultRows(results, ["2a", "2b", "many"]).map(({ at, row }) => {
     const ceiling = ceilingVersusPeer(at, row, results.plan.holdMs);
     return `${where(at, row)} ${ceiling ? middle(ceiling, 2, "×") : "n/a"}`;
   });
