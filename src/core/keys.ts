@@ -46,7 +46,10 @@ export function keyBase(prefix: string, hashTag?: (name: string) => string): Key
     // An acquire, its attempts and its release ask for one name's keys again and again: the last is kept.
     let last: string | undefined;
     let base = "";
-    return (name) => (name === last ? base : (base = nameTag(prefix, (last = name))));
+    return (name) => {
+      if (name !== last) [base, last] = [nameTag(prefix, name), name];
+      return base;
+    };
   }
   return (name) => `${prefix}:{${checkHashTag(hashTag(name), name)}}:${escapeName(name)}`;
 }

@@ -46,9 +46,9 @@ export function createHandler(backend: Backend): (request: IncomingMessage, resp
 }
 
 /**
- * Resolves once the event loop has handled the other sockets that were readable with this reply's
- * Redis answer: a release's handover, published on a subscriber connection, then reaches its
- * waiter's stream before the releaser's reply, instead of waiting for the CPU that writing it gives away.
+ * Resolves once the event loop has handled the other sockets that were readable along with this
+ * reply's Redis answer: a release's handover, published on a subscriber connection, then leaves for
+ * its waiter before the releaser's reply does.
  */
 const otherReadsFirst = () => new Promise<void>((resolve) => setImmediate(resolve));
 
