@@ -1,7 +1,7 @@
 // npm run bench: fencelock side by side with @upstash/lock, a raw SET NX floor, redlock and
 // redis-semaphore, against one local Redis and the local Upstash-compatible server; the HTTP
-// libraries again through a delay proxy at realistic round trips (section 6); then quorum mode
-// over 3 and 5 nodes (section 5).
+// libraries again through a delay proxy at realistic round trips (section 6) and every library
+// over TCP (section 7), each on a server pair of its own; then quorum mode over 3 and 5 nodes (section 5).
 // BENCH_QUICK=1 shortens every cell (for checking the harness, not for numbers).
 // `npm run bench -- --only quorum` (or BENCH_ONLY=quorum) runs section 5 alone and writes only
 // bench/results/quorum.{md,json}, leaving latest.* as the last full run left them; `--only latency`
@@ -109,8 +109,8 @@ async function measure(endpoint: Endpoint, stats: RedisStats, started: number): 
   const requestFloor = await runRequestFloor(endpoint, plans.requestFloor);
   const scaling = await runScaling(fencelocks, contenders, plans.scaling, stats);
   await stats.flush();
-  const latency = await runLatency(latencyLibraries, endpoint, plans.latency, stats);
-  const tcpResults = await runTcp(endpoint, stats, tcpPlan);
+  const latency = await onFreshServer((fresh, freshStats) => runLatency(latencyLibraries, fresh, plans.latency, freshStats));
+  const tcpResults = await onFreshServer((fresh, freshStats) => runTcp(fresh, freshStats, tcpPlan));
   const size = await runSize();
   const libraries = [...fencelocks, upstash, floor, ...tcp].map(({ id, label, transport, settings }) => ({ id, label, transport, settings }));
   return {
@@ -151,18 +151,29 @@ async function writeTcp(tcp: TcpResults, env: BenchResults["environment"]): Prom
   return markdown;
 }
 
-/** Section 7 alone: its own redis-server (and local server, unused by it), writing tcp.* only. */
-async function tcpAlone(): Promise<void> {
+/**
+ * Runs a section on a local server and redis-server of its own, as sections 6 and 7 run in the
+ * full bench too: section 3 leaves ~50,000 keys that expire over the next minute, and while Redis
+ * expired them, handoffs at RTT 0 took up to half as long again next to a PING.
+ */
+async function onFreshServer<T>(section: (server: Endpoint, stats: RedisStats) => Promise<T>): Promise<T> {
   const server = await startServerProcess();
   const stats = new RedisStats(server.redisUrl);
   try {
-    const tcp = await runTcp(server, stats, tcpPlan);
-    process.stdout.write(await writeTcp(tcp, { ...environment(await stats.version()), commit: loadedFrom }));
-    progress(`done in ${tcp.seconds} s; wrote bench/results/tcp.{json,md} (latest.* untouched)`);
+    return await section(server, stats);
   } finally {
     await stats.close();
     await server.close();
   }
+}
+
+/** Section 7 alone, writing tcp.* only. */
+async function tcpAlone(): Promise<void> {
+  await onFreshServer(async (server, stats) => {
+    const tcp = await runTcp(server, stats, tcpPlan);
+    process.stdout.write(await writeTcp(tcp, { ...environment(await stats.version()), commit: loadedFrom }));
+    progress(`done in ${tcp.seconds} s; wrote bench/results/tcp.{json,md} (latest.* untouched)`);
+  });
 }
 
 async function report(results: BenchResults): Promise<void> {
@@ -180,16 +191,11 @@ async function report(results: BenchResults): Promise<void> {
 
 /** Section 6 and its targets, printed; nothing written, so latest.* stays as the last full run left it. */
 async function latencyAlone(): Promise<void> {
-  const server = await startServerProcess();
-  const stats = new RedisStats(server.redisUrl);
-  try {
+  await onFreshServer(async (server, stats) => {
     const latency = await runLatency(latencyLibraries, server, plans.latency, stats);
     process.stdout.write(renderLatencyAlone(latency, { ...environment(await stats.version()), commit: loadedFrom }));
     progress(`done in ${latency.seconds} s; nothing written`);
-  } finally {
-    await stats.close();
-    await server.close();
-  }
+  });
 }
 
 async function main(): Promise<void> {
