@@ -69,6 +69,12 @@ export interface Tally {
   rounds: number[];
 }
 
+/**
+ * Untimed cycles after each forced GC: after one, every library ran at about a third of its pace
+ * for 50-125 ms (the more JavaScript a cycle runs, the longer), a large part of a 250 ms round.
+ */
+const AFTER_GC_MS = 150;
+
 /** Every library with `count` clients, rounds interleaved so drift and warm-up hit all alike. */
 async function cell(libraries: Library[], count: number, plan: UncontendedPlan, stats: RedisStats): Promise<Throughput[]> {
   const groups: Client[][] = [];
@@ -87,6 +93,7 @@ async function cell(libraries: Library[], count: number, plan: UncontendedPlan, 
       for (const i of shuffled([...groups.keys()])) {
         // Garbage one library left behind must not be collected on the next one's time.
         collectGarbage();
+        await cycleAll(groups[i] ?? [], AFTER_GC_MS);
         await measureRound(groups[i] ?? [], plan.durationMs / plan.rounds, stats, tallies[i]);
       }
     }
