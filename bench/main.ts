@@ -80,22 +80,57 @@ const UNCONTENDED_WARM = { durationMs: quick ? 200 : 2_000, rounds: 2, perCallSa
 const latencyLibraries: LibraryAt[] = [(at) => fencelockLibrary(at, "default"), (at) => fencelockLibrary(at, "poll"), upstashLockLibrary];
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
 
-async function measure(endpoint: Endpoint, stats: RedisStats, started: number): Promise<BenchResults> {
-  const push = await probePush(endpoint);
-  progress(push.available ? "push wake-ups: available" : `push wake-ups: NOT available (${push.reason}); fencelock (default) may poll`);
+/** Sections 1, 2 (with the request floor), 3, 6 and 7, each on a server pair of its own (see onFreshServer). */
+async function measure(started: number): Promise<BenchResults> {
+  const { push, uncontended, redis } = await onFreshServer(async (server, stats) => {
+    const probed = await probePush(server);
+    progress(probed.available ? "push wake-ups: available" : `push wake-ups: NOT available (${probed.reason}); fencelock (default) may poll`);
+    return { push: probed, uncontended: await measureUncontended(server, stats), redis: await stats.version() };
+  });
+  const { handoff, requestFloor } = await onFreshServer(measureHandoff);
+  const scaling = await onFreshServer(async (server, stats) => {
+    const { fencelocks, contenders } = librariesAt(server);
+    const cells = await runScaling(fencelocks, contenders, plans.scaling, stats);
+    await stats.flush();
+    return cells;
+  });
+  const latency = await onFreshServer((server, stats) => runLatency(latencyLibraries, server, plans.latency, stats));
+  const tcp = await onFreshServer((server, stats) => runTcp(server, stats, tcpPlan));
+  const size = await runSize();
+  // The ids, labels and settings only, which do not depend on the endpoint.
+  const { fencelocks, upstash, floor, tcp: tcpPeers } = librariesAt({ url: "", token: "", redisUrl: "" });
+  const libraries = [...fencelocks, upstash, floor, ...tcpPeers].map(({ id, label, transport, settings }) => ({ id, label, transport, settings }));
+  return {
+    environment: { ...environment(redis), commit: loadedFrom }, plans, libraries, push, uncontended, handoff, requestFloor, scaling, size, latency, tcp,
+    runSeconds: Math.round((now() - started) / 100) / 10,
+  };
+}
+
+/** Every library of sections 1-3, made for one endpoint. */
+function librariesAt(at: Endpoint) {
   // wake: "push" is left out: with push available it waits as the default does.
-  const ours = fencelockLibrary(endpoint, "default");
-  const fencelocks = [ours, fencelockLibrary(endpoint, "poll")];
-  const upstash = upstashLockLibrary(endpoint);
-  const floor = rawFloorLibrary(endpoint);
-  const tcp = [redlockLibrary(endpoint), redisSemaphoreLibrary(endpoint)];
+  const ours = fencelockLibrary(at, "default");
+  const fencelocks = [ours, fencelockLibrary(at, "poll")];
+  const upstash = upstashLockLibrary(at);
+  const tcp = [redlockLibrary(at), redisSemaphoreLibrary(at)];
+  return { ours, fencelocks, upstash, floor: rawFloorLibrary(at), tcp, contenders: [...fencelocks, upstash, ...tcp] };
+}
+
+/** Section 1, after an untimed pass. */
+async function measureUncontended(server: Endpoint, stats: RedisStats) {
+  const { ours, upstash, floor, tcp } = librariesAt(server);
   // fencelock's scripts without the library: the floor target's yardstick for the client's share.
-  const uncontendedLibraries = [ours, upstash, floor, fencelockScriptsLibrary(endpoint), ...tcp];
+  const libraries = [ours, upstash, floor, fencelockScriptsLibrary(server), ...tcp];
   progress("uncontended: an untimed warm-up pass");
-  await runUncontended(uncontendedLibraries, { ...plans.uncontended, ...UNCONTENDED_WARM }, stats);
-  const uncontended = await runUncontended(uncontendedLibraries, plans.uncontended, stats);
+  await runUncontended(libraries, { ...plans.uncontended, ...UNCONTENDED_WARM }, stats);
+  const rows = await runUncontended(libraries, plans.uncontended, stats);
   await stats.flush();
-  const contenders = [...fencelocks, upstash, ...tcp];
+  return rows;
+}
+
+/** Section 2, and the PINGs its handoffs are read against. */
+async function measureHandoff(server: Endpoint, stats: RedisStats) {
+  const { contenders } = librariesAt(server);
   // Untimed: the first contended run in a process was 1.5-2x slower than the same library's
   // later runs (JIT, the server's subscribe path), and push always came first in 2a.
   progress(`handoff: an untimed warm-up of ${HANDOFF_WARM_MS} ms per library`);
@@ -106,17 +141,7 @@ async function measure(endpoint: Endpoint, stats: RedisStats, started: number): 
   };
   await stats.flush();
   progress(`request floor: ${plans.requestFloor.samples} PINGs after a ${plans.requestFloor.pauseMs} ms pause, each followed by one more`);
-  const requestFloor = await runRequestFloor(endpoint, plans.requestFloor);
-  const scaling = await runScaling(fencelocks, contenders, plans.scaling, stats);
-  await stats.flush();
-  const latency = await onFreshServer((fresh, freshStats) => runLatency(latencyLibraries, fresh, plans.latency, freshStats));
-  const tcpResults = await onFreshServer((fresh, freshStats) => runTcp(fresh, freshStats, tcpPlan));
-  const size = await runSize();
-  const libraries = [...fencelocks, upstash, floor, ...tcp].map(({ id, label, transport, settings }) => ({ id, label, transport, settings }));
-  return {
-    environment: { ...environment(await stats.version()), commit: loadedFrom }, plans, libraries, push, uncontended, handoff, requestFloor, scaling, size, latency, tcp: tcpResults,
-    runSeconds: Math.round((now() - started) / 100) / 10,
-  };
+  return { handoff, requestFloor: await runRequestFloor(server, plans.requestFloor) };
 }
 
 async function write(name: string, text: string): Promise<void> {
@@ -152,9 +177,9 @@ async function writeTcp(tcp: TcpResults, env: BenchResults["environment"]): Prom
 }
 
 /**
- * Runs a section on a local server and redis-server of its own, as sections 6 and 7 run in the
- * full bench too: section 3 leaves ~50,000 keys that expire over the next minute, and while Redis
- * expired them, handoffs at RTT 0 took up to half as long again next to a PING.
+ * Runs a section on a local server and redis-server of its own, so that none inherits what the one
+ * before left: section 3 leaves ~50,000 keys that expire over the next minute, and on that pair a 2b
+ * handoff at RTT 0 took up to half as long again next to a PING as on a fresh one.
  */
 async function onFreshServer<T>(section: (server: Endpoint, stats: RedisStats) => Promise<T>): Promise<T> {
   const server = await startServerProcess();
@@ -210,16 +235,8 @@ async function main(): Promise<void> {
     }
     if (only === "latency") return await latencyAlone();
     if (only === "tcp") return await tcpAlone();
-    const server = await startServerProcess();
-    const stats = new RedisStats(server.redisUrl);
-    let results: BenchResults;
-    try {
-      results = await measure(server, stats, started);
-    } finally {
-      await stats.close();
-      await server.close();
-    }
-    // Its own nodes, once the single server is gone.
+    const results = await measure(started);
+    // Its own nodes.
     results.quorum = await runQuorum(quorumPlan);
     results.runSeconds = Math.round((now() - started) / 100) / 10;
     await report(results);

@@ -85,7 +85,7 @@ function handoffPart(results: BenchResults): string {
 
 function method(results: BenchResults): string {
   return [
-    "How: one `redis-server` and the local Upstash-compatible server (`fencelock/local`, in a child process) on loopback.",
+    "How: a `redis-server` and the local Upstash-compatible server (`fencelock/local`, in a child process) on loopback, a fresh pair for each section.",
     "HTTP clients (fencelock, @upstash/lock, the raw floor) use `@upstash/redis` against the local server; redlock and",
     "redis-semaphore use ioredis over TCP to the same Redis, so their numbers skip the HTTP hop and are not like for like.",
     "Each simulated client has its own `@upstash/redis` instance or ioredis connection, as separate isolates would",
