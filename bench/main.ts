@@ -1,7 +1,7 @@
 // npm run bench: fencelock side by side with @upstash/lock, a raw SET NX floor, redlock and
-// redis-semaphore, against one local Redis and the local Upstash-compatible server; the HTTP
-// libraries again through a delay proxy at realistic round trips (section 6) and every library
-// over TCP (section 7), each on a server pair of its own; then quorum mode over 3 and 5 nodes (section 5).
+// redis-semaphore, each section against a local Redis and local Upstash-compatible server of its
+// own; the HTTP libraries again through a delay proxy at realistic round trips (section 6), every
+// library over TCP (section 7), then quorum mode over 3 and 5 nodes (section 5).
 // BENCH_QUICK=1 shortens every cell (for checking the harness, not for numbers).
 // `npm run bench -- --only quorum` (or BENCH_ONLY=quorum) runs section 5 alone and writes only
 // bench/results/quorum.{md,json}, leaving latest.* as the last full run left them; `--only latency`
