@@ -1,92 +1,12 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Redis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createFencedStore, createLocks, LockTimeoutError, LockUnavailableError, type RedisClient } from "../../../src/index.ts";
-import { delayingResponses, withFetch } from "../../support/fetch-wrappers.ts";
-import { garbling } from "../../support/garbling-client.ts";
-import { until } from "../../support/until.ts";
+import { describe, expect, inject, it } from "vitest";
+import { createFencedStore, createLocks, LockUnavailableError, type RedisClient } from "../../../src/index.ts";
+import { failure, locksAt } from "../../support/failure.ts";
 import { uniquePrefix, upstash } from "../../support/upstash.ts";
 
-/** A server that accepts requests and never answers: a Redis endpoint that hangs. */
-let silent: Server;
-let silentUrl: string;
-beforeAll(async () => {
-  silent = createServer(() => undefined);
-  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-  silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
-});
-afterAll(() => {
-  silent.closeAllConnections();
-  silent.close();
-});
-
-function locksAt(url: string, token: string, retry?: { retries: number }) {
-  const redis = new Redis({ url, token, enableTelemetry: false, ...(retry ? { retry } : {}) });
-  return createLocks({ redis, prefix: uniquePrefix("down"), timeoutMs: 1_000 });
-}
-
-async function failure(promise: Promise<unknown>) {
-  const started = performance.now();
-  const error = await promise.then(() => new Error("expected a failure"), (e: unknown) => e);
-  return { error: error as Error, ms: performance.now() - started };
-}
-
-describe("the Redis client", () => {
-  // Type-checked by `npm test` too: a wrapper typed as fencelock calls it must fit, not only a generic one.
-  it("may be any object whose evalsha and eval take string arguments, such as a logging wrapper", async () => {
-    const redis = upstash();
-    const calls: string[] = [];
-    const wrapper = {
-      evalsha: (sha1: string, keys: string[], args: string[]): Promise<unknown> => (calls.push("evalsha"), redis.evalsha(sha1, keys, args)),
-      eval: (script: string, keys: string[], args: string[]): Promise<unknown> => (calls.push("eval"), redis.eval(script, keys, args)),
-    };
-    const locks = createLocks({ redis: wrapper, prefix: uniquePrefix("wrapper") });
-    expect(await (await locks.acquire("job")).release()).toBe("released");
-    expect(calls.filter((call) => call === "evalsha")).toHaveLength(2);
-  });
-});
-
 describe("a Redis that is down or slow", () => {
-  it("reports a refused connection as LockUnavailableError, not as busy, and fast", async () => {
-    const locks = locksAt("http://127.0.0.1:9", "token", { retries: 0 });
-    const { error, ms } = await failure(locks.acquire("job", { waitMs: 5_000 }));
-    expect(error).toBeInstanceOf(LockUnavailableError);
-    expect(error).not.toBeInstanceOf(LockTimeoutError);
-    expect(error).toMatchObject({ code: "LOCK_UNAVAILABLE" });
-    expect(error.message).toMatch(/check the Redis URL/);
-    expect(ms).toBeLessThan(1_000);
-  });
-
-  it("does not wait out the client's hidden retries: timeoutMs bounds each request", async () => {
-    const locks = locksAt("http://127.0.0.1:9", "token"); // default: 5 retries over ~4 s
-    const { error, ms } = await failure(locks.tryAcquire("job"));
-    expect(error).toBeInstanceOf(LockUnavailableError);
-    expect(ms).toBeLessThan(2_000);
-  });
-
-  it("reports a hanging endpoint after timeoutMs", async () => {
-    const { error, ms } = await failure(locksAt(silentUrl, "token").tryAcquire("job"));
-    expect(error).toBeInstanceOf(LockUnavailableError);
-    expect(error.message).toMatch(/acquire failed \(no answer within 1000ms, timeoutMs\); check the Redis URL, token and network\./);
-    expect(ms).toBeGreaterThanOrEqual(950);
-    expect(ms).toBeLessThan(3_000);
-  });
-
-  it("gives back a lock taken by an attempt whose reply came after timeoutMs", async () => {
-    const prefix = uniquePrefix("late-reply");
-    const locks = createLocks({ redis: upstash(), prefix, timeoutMs: 200 });
-    await (await locks.tryAcquire("warm"))?.release(); // the script is loaded: one request applies it
-    // Redis applies the attempt at once; its reply arrives after the caller gave up on it.
-    const { error } = await failure(withFetch(delayingResponses(600, 1), () => locks.tryAcquire("job")));
-    expect(error).toBeInstanceOf(LockUnavailableError);
-    // Not held for the 10 s lease by a caller that never got it.
-    await until(async () => !(await locks.inspect("job")).held, 2_000);
-    expect((await locks.tryAcquire("job"))?.fence).toBeGreaterThan(0);
-  });
-
   it("says the token was refused, without leaking the owner token", async () => {
     const { url } = inject("upstash");
     const locks = locksAt(url, "wrong-token");
@@ -187,39 +107,6 @@ describe("a Redis that is down or slow", () => {
   });
 });
 
-describe("a reply that is not one of our scripts' is LockUnavailableError, never read as a lock state", () => {
-  const held = async (reply: unknown) => {
-    const garbage: { reply?: unknown } = {};
-    const prefix = uniquePrefix("garbage");
-    const locks = createLocks({ redis: garbling(garbage), prefix });
-    const lease = await locks.acquire("held");
-    garbage.reply = reply;
-    return { locks, lease, observer: createLocks({ redis: upstash(), prefix }) };
-  };
-
-  it.each([[[]], [[1]], [[0, 5, -1, 7, 1, 2, 3]], [[1, 2, 3, 4, 5, 6]], [[1, 0.5]]])("%j: not busy, lost, expired or free", async (reply) => {
-    const { locks, lease, observer } = await held(reply);
-    // Redis ran each of these: the lock taken, the lease extended, still held, then released.
-    expect((await failure(locks.tryAcquire("free"))).error).toBeInstanceOf(LockUnavailableError);
-    expect((await failure(lease.heartbeat())).error).toBeInstanceOf(LockUnavailableError);
-    expect(lease.remainingMs()).toBeGreaterThan(0);
-    expect((await failure(locks.inspect("held"))).error).toBeInstanceOf(LockUnavailableError);
-    expect((await failure(lease.release())).error).toBeInstanceOf(LockUnavailableError);
-    expect((await observer.inspect("held")).held).toBe(false);
-  });
-
-  it("refuses a fence no lease could have, from data under the prefix that is not fencelock's", async () => {
-    const prefix = uniquePrefix("foreign-fence");
-    const locks = createLocks({ redis: upstash(), prefix });
-    const owner = "e".repeat(32);
-    await upstash().hset(`${prefix}:{job}:lock`, { owner, fence: "-5", holds: 1 });
-    await upstash().pexpire(`${prefix}:{job}:lock`, 10_000);
-    const { error } = await failure(locks.acquire("job", { owner, waitMs: 0 }));
-    expect(error).toBeInstanceOf(LockUnavailableError);
-    expect(error.message).toMatch(/acquire failed \(an unexpected reply \[1,-5,\d,\d+\]\); check the Redis URL, token and network; a lock it took is given back\./);
-  });
-});
-
 describe("errors of TCP clients and Redis Cluster say what to fix", () => {
   const owner = "cd".repeat(16);
   /** A client whose every script call fails with `error`; the owner token is in the message, as a client echoing its command would put it. */
@@ -271,29 +158,5 @@ describe("errors of TCP clients and Redis Cluster say what to fix", () => {
     };
     const { error } = await acquireWith(redis);
     expect(error.message).toMatch(/\(The client is closed\); check that Redis is running and reachable at its host and port\.$/);
-  });
-});
-
-describe("an unexpected reply says what it was, and what likely sent it", () => {
-  const replying = (reply: unknown): RedisClient => ({ evalsha: async () => reply, eval: async () => reply });
-  const owner = "ef".repeat(16);
-
-  it.each([
-    ["integers as text (ioredis' stringNumbers)", ["1", "5", "1", "1000"], /\(an unexpected reply \[1,5,1,1000\]\); integers came as text: use fromIoredis or fromNodeRedis; a lock it took is given back\.$/],
-    ["integers as bigint", [1n, 5n, 1n, 1000n], /\[1,5,1,1000\]\); integers came as text: use fromIoredis or fromNodeRedis;/],
-    ["an empty array", [], /\(an unexpected reply \[\]\); check the Redis URL, token and network; a lock it took is given back\.$/],
-    ["OK", "OK", /\(an unexpected reply OK\); check the Redis URL, token and network; a lock it took is given back\.$/],
-    ["an echo of the owner token", ["1", owner], /\(an unexpected reply \[1,…\]\); check the Redis URL/],
-    ["a null-prototype object", Object.create(null), /\(an unexpected reply\); check the Redis URL/],
-  ])("%s", async (_, reply, message) => {
-    const { error } = await failure(createLocks({ redis: replying(reply) }).tryAcquire("job", { owner }));
-    expect(error).toBeInstanceOf(LockUnavailableError);
-    expect(error.message).toMatch(message);
-    expect(error.message).not.toContain(owner);
-  });
-
-  it("does not say a lock was given back for other scripts", async () => {
-    const { error } = await failure(createLocks({ redis: replying([]) }).inspect("job"));
-    expect(error.message).toMatch(/inspect failed \(an unexpected reply \[\]\); check the Redis URL, token and network\.$/);
   });
 });
