@@ -3,7 +3,8 @@ import { LockConfigError, StaleFenceError } from "../core/errors.ts";
 import { checkFence } from "../core/fence.ts";
 import { checkName, nameTag, newToken } from "../core/keys.ts";
 import { parseOptions, readOptionsSchema, storeOptionsSchema, type FencedStoreOptions } from "../core/options.ts";
-import { RETRY_WINDOW_MS, runScript, unexpectedReply, type Reply } from "../redis/run-script.ts";
+import { unexpectedReply } from "../redis/failures.ts";
+import { RETRY_WINDOW_MS, runScript, type Reply } from "../redis/run-script.ts";
 import type { RedisClient } from "../core/client.ts";
 import * as scripts from "../redis/scripts.gen.ts";
 

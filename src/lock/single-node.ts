@@ -1,7 +1,8 @@
 // The Redis side of a lock set on one Redis: each call one script.
 import { driftMs, type BusyAttempt, type Grant, type LockBackend } from "../core/backend.ts";
 import { nodeReader, nodeRunner, stateOf, type NodeConfig, type RunAndRead } from "../redis/node-runner.ts";
-import { RETRY_WINDOW_MS, unexpectedReply, type Integers } from "../redis/run-script.ts";
+import { unexpectedReply } from "../redis/failures.ts";
+import { RETRY_WINDOW_MS, type Integers } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
 
 /** A lock set's Redis side on one Redis, with a fair queue. */

@@ -1,7 +1,8 @@
 // Runs a Lua script on any RedisClient: EVALSHA first, a timeout, and errors that say what to fix.
-import { LockConfigError, LockUnavailableError } from "../core/errors.ts";
+import { LockConfigError } from "../core/errors.ts";
 import { sha1Hex } from "../core/sha1.ts";
 import type { RedisClient } from "../core/client.ts";
+import { messageOf, RequestTimeout, unavailable, unexpectedReply } from "./failures.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
 export interface RunOptions {
@@ -133,41 +134,6 @@ function checkConfigured(redis: RedisClient): void {
   }
 }
 
-class RequestTimeout extends Error {}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secret?: string) {
-  // Dropped: the command @upstash/redis appends (owner token included), credentials in a URL (a
-  // word's `//` to its last `@`), and words of 300+ characters, where `\S+@` would take quadratic time.
-  // "1000ms", no space: no hint below then reads a timeoutMs of 401 as an HTTP status.
-  let reason = error instanceof RequestTimeout
-    ? `no answer within ${timeoutMs}ms, timeoutMs`
-    : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
-  if (secret) reason = reason.split(secret).join("<redacted>");
-  // Cluster and connection hints first: a slot or a port may read as a 401 below.
-  const hint = /redirections|TRYAGAIN|CLUSTERDOWN/.test(reason)
-    ? "the Cluster was moving a slot or failing over: retry, or let the Cluster client retry longer"
-    : /\b(MOVED|ASK) \d/.test(reason)
-    ? "this Redis is a Cluster node: use fromIoredis(new Cluster()) or fromNodeRedis(createCluster())"
-    : /ECONNREFUSED|Connection is closed|client is closed/.test(reason)
-    ? "check that Redis is running and reachable at its host and port"
-    : /unauthori[sz]ed|WRONGPASS|\b401\b/i.test(reason)
-    ? "the token was refused: check UPSTASH_REDIS_REST_TOKEN"
-    : /NOPERM/.test(reason)
-    ? "a read-only token may not run scripts: use the standard one"
-    : /WRONGTYPE/.test(reason)
-    ? "a key under this prefix is not fencelock's: use another prefix"
-    : /limit exceeded/i.test(reason)
-    ? "the database's request quota is used up: see its plan in the Upstash console"
-    : /size|large/i.test(reason)
-    ? "the value is too large"
-    : "check the Redis URL, token and network";
-  return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hint}.`);
-}
-
 /**
  * A lock script's reply, typed as five integers so that it destructures without defaults: no
  * script answers more, and integers() lets through only as many as the script always answers.
@@ -178,26 +144,4 @@ export type Integers = [number, number, number, number, number];
 export function integers(reply: Reply, script: LuaScript): Integers {
   if (reply.length === script.replyLength && reply.every(Number.isSafeInteger)) return reply as Integers;
   throw unexpectedReply(script, reply);
-}
-
-/**
- * A reply that is not the script's, shown without words over 16 characters (an owner token has 32).
- * Integers as text are what ioredis' stringNumbers and node-redis' type mappings give, and the adapters undo.
- */
-export function unexpectedReply(script: LuaScript, reply?: unknown): LockUnavailableError {
-  const array = Array.isArray(reply);
-  let shown = "";
-  let text: boolean | undefined;
-  try {
-    if (reply !== undefined) shown = ` ${array ? `[${reply}]` : reply}`.replace(/\w{17,}/g, "…").slice(0, 99);
-    text = array && reply.length > 0 && reply.every((v) => typeof v != "number" && /^-?\d+$/.test(v));
-  } catch {
-    // A value without toString (a null-prototype object): not shown.
-  }
-  // The acquire loop, and a quorum attempt, give back what the attempt may have taken.
-  return new LockUnavailableError(
-    `Redis request for ${script.name} failed (an unexpected reply${shown}); ${
-      text ? "integers came as text: use fromIoredis or fromNodeRedis" : "check the Redis URL, token and network"
-    }${script.name == "acquire" ? "; a lock it took is given back" : ""}.`,
-  );
 }

@@ -1,0 +1,61 @@
+// Why a script call failed, said so the user knows what to fix: the hint is picked from the error's text.
+import { LockUnavailableError } from "../core/errors.ts";
+import type { LuaScript } from "./scripts.gen.ts";
+
+/** What a call that got no answer within timeoutMs rejects with, before unavailable() words it. */
+export class RequestTimeout extends Error {}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A failed call as a LockUnavailableError: its reason without secrets, and a hint at what to fix. */
+export function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secret?: string) {
+  // Dropped: the command @upstash/redis appends (owner token included), credentials in a URL (a
+  // word's `//` to its last `@`), and words of 300+ characters, where `\S+@` would take quadratic time.
+  // "1000ms", no space: no hint below then reads a timeoutMs of 401 as an HTTP status.
+  let reason = error instanceof RequestTimeout
+    ? `no answer within ${timeoutMs}ms, timeoutMs`
+    : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
+  if (secret) reason = reason.split(secret).join("<redacted>");
+  return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hintFor(reason)}.`);
+}
+
+// The first pattern the reason matches picks the hint. Cluster and connection ones come first: a
+// slot or a port may read as a 401 below.
+const HINTS: readonly (readonly [RegExp, string])[] = [
+  [/redirections|TRYAGAIN|CLUSTERDOWN/, "the Cluster was moving a slot or failing over: retry, or let the Cluster client retry longer"],
+  [/\b(MOVED|ASK) \d/, "this Redis is a Cluster node: use fromIoredis(new Cluster()) or fromNodeRedis(createCluster())"],
+  [/ECONNREFUSED|Connection is closed|client is closed/, "check that Redis is running and reachable at its host and port"],
+  [/unauthori[sz]ed|WRONGPASS|\b401\b/i, "the token was refused: check UPSTASH_REDIS_REST_TOKEN"],
+  [/NOPERM/, "a read-only token may not run scripts: use the standard one"],
+  [/WRONGTYPE/, "a key under this prefix is not fencelock's: use another prefix"],
+  [/limit exceeded/i, "the database's request quota is used up: see its plan in the Upstash console"],
+  [/size|large/i, "the value is too large"],
+];
+
+function hintFor(reason: string): string {
+  return HINTS.find(([pattern]) => pattern.test(reason))?.[1] ?? "check the Redis URL, token and network";
+}
+
+/**
+ * A reply that is not the script's, shown without words over 16 characters (an owner token has 32).
+ * Integers as text are what ioredis' stringNumbers and node-redis' type mappings give, and the adapters undo.
+ */
+export function unexpectedReply(script: LuaScript, reply?: unknown): LockUnavailableError {
+  const array = Array.isArray(reply);
+  let shown = "";
+  let text: boolean | undefined;
+  try {
+    if (reply !== undefined) shown = ` ${array ? `[${reply}]` : reply}`.replace(/\w{17,}/g, "…").slice(0, 99);
+    text = array && reply.length > 0 && reply.every((v) => typeof v != "number" && /^-?\d+$/.test(v));
+  } catch {
+    // A value without toString (a null-prototype object): not shown.
+  }
+  // The acquire loop, and a quorum attempt, give back what the attempt may have taken.
+  return new LockUnavailableError(
+    `Redis request for ${script.name} failed (an unexpected reply${shown}); ${
+      text ? "integers came as text: use fromIoredis or fromNodeRedis" : "check the Redis URL, token and network"
+    }${script.name == "acquire" ? "; a lock it took is given back" : ""}.`,
+  );
+}
