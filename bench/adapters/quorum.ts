@@ -11,41 +11,12 @@ import { countedConnection } from "../harness/requests.ts";
 import { ScriptCalls, scriptScope } from "../harness/script-calls.ts";
 import type { Endpoint } from "../harness/server.ts";
 import { now } from "../harness/timing.ts";
+import { recorder, type AcquireRecord, type Anomalies, type Recorder } from "./quorum-recorder.ts";
 import type { Library, LockAdapter } from "./types.ts";
 
 /** Longest single acquire() wait; a LockTimeoutError after it counts as an exhausted window. */
 const WAIT_MS = 60_000;
 const LEASE_MS = 10_000;
-/** Errors kept word for word for the report; the rest are only counted. */
-const KEPT_ERRORS = 5;
-
-/** One acquire() call of a fencelock client, as the bench saw it. */
-export interface AcquireRecord {
-  name: string;
-  fence: number;
-  /** performance.now() when acquire() resolved. */
-  at: number;
-  /** acquire.lua requests sent inside the call (N per attempt in quorum mode). */
-  acquireCalls: number;
-  /** adopt.lua requests sent before the call resolved: the write-back round. */
-  adoptBefore: number;
-  /** Every script call of this acquire, late ones included (a node that granted after the vote). */
-  calls: ScriptCalls;
-}
-
-/** What went wrong over the whole run: nothing, when the library behaves. */
-export interface Anomalies {
-  /** Acquire attempts that failed with an error (LockUnavailableError...) and were retried. */
-  errors: number;
-  firstErrors: string[];
-  /** release() calls that found the lease gone (fencelock "expired") or failed. */
-  failedReleases: number;
-  /** Fenced libraries: acquires whose fence was not above the previous holder's of that name. */
-  fenceRegressions: number;
-  firstRegressions: string[];
-  /** Fenced libraries: acquires whose fences were checked. */
-  fencesChecked: number;
-}
 
 export interface QuorumBenchLibrary extends Library {
   /** The nodes each client talks to. */
@@ -55,39 +26,6 @@ export interface QuorumBenchLibrary extends Library {
   /** Hands over the acquires recorded since the last call, and starts a new list. */
   take(): AcquireRecord[];
   anomalies(): Anomalies;
-}
-
-function recorder() {
-  let acquires: AcquireRecord[] = [];
-  const anomalies: Anomalies = { errors: 0, firstErrors: [], failedReleases: 0, fenceRegressions: 0, firstRegressions: [], fencesChecked: 0 };
-  // Acquires of one name resolve in the order the lock passed between holders (each holder's is
-  // recorded before it releases), so each fence must be above the one recorded before it.
-  const lastFence = new Map<string, number>();
-  return {
-    anomalies: () => anomalies,
-    error(error: unknown) {
-      anomalies.errors += 1;
-      if (anomalies.firstErrors.length < KEPT_ERRORS) anomalies.firstErrors.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
-    },
-    failedRelease() {
-      anomalies.failedReleases += 1;
-    },
-    acquired(record: AcquireRecord) {
-      acquires.push(record);
-      anomalies.fencesChecked += 1;
-      const last = lastFence.get(record.name);
-      if (last !== undefined && record.fence <= last) {
-        anomalies.fenceRegressions += 1;
-        if (anomalies.firstRegressions.length < KEPT_ERRORS) anomalies.firstRegressions.push(`"${record.name}": ${record.fence} after ${last}`);
-      }
-      lastFence.set(record.name, record.fence);
-    },
-    take(): AcquireRecord[] {
-      const taken = acquires;
-      acquires = [];
-      return taken;
-    },
-  };
 }
 
 /**
@@ -122,7 +60,7 @@ export function fencelockNodesLibrary(
   };
 }
 
-function connectFencelock(locks: ReturnType<typeof createLocks>, record: ReturnType<typeof recorder>, name: string): LockAdapter<Lease> {
+function connectFencelock(locks: ReturnType<typeof createLocks>, record: Recorder, name: string): LockAdapter<Lease> {
   const adapter = {
     name,
     exhausted: 0,
@@ -171,44 +109,52 @@ export function redlockNodesLibrary(endpoints: readonly Endpoint[]): QuorumBench
     fenced: false,
     take: record.take,
     anomalies: record.anomalies,
-    connect: async () => {
-      const clients: IORedis[] = [];
-      try {
-        for (const e of endpoints) clients.push(await countedConnection(e.redisUrl));
-      } catch (error) {
-        await Promise.allSettled(clients.map((c) => c.quit()));
-        throw error;
+    connect: () => connectRedlock(endpoints, record),
+  };
+}
+
+async function connectRedlock(endpoints: readonly Endpoint[], record: Recorder): Promise<LockAdapter<Lock>> {
+  const clients = await connectAll(endpoints);
+  const redlock = new Redlock(clients);
+  // Redlock is an EventEmitter: an unhandled "error" event would end the process.
+  redlock.on("error", () => undefined);
+  const adapter = {
+    name: "redlock",
+    exhausted: 0,
+    acquire: async (name: string, signal?: AbortSignal): Promise<Lock> => {
+      for (;;) {
+        signal?.throwIfAborted();
+        try {
+          return await redlock.acquire([`rlq:${name}`], LEASE_MS);
+        } catch (error) {
+          if (!(error instanceof ExecutionError)) throw error;
+          adapter.exhausted += 1;
+        }
       }
-      const redlock = new Redlock(clients);
-      // Redlock is an EventEmitter: an unhandled "error" event would end the process.
-      redlock.on("error", () => undefined);
-      const adapter = {
-        name: "redlock",
-        exhausted: 0,
-        acquire: async (name: string, signal?: AbortSignal): Promise<Lock> => {
-          for (;;) {
-            signal?.throwIfAborted();
-            try {
-              return await redlock.acquire([`rlq:${name}`], LEASE_MS);
-            } catch (error) {
-              if (!(error instanceof ExecutionError)) throw error;
-              adapter.exhausted += 1;
-            }
-          }
-        },
-        release: async (lock: Lock) => {
-          try {
-            await lock.release();
-          } catch (error) {
-            record.failedRelease();
-            record.error(error);
-          }
-        },
-        close: async () => {
-          await Promise.allSettled(clients.map((c) => c.quit()));
-        },
-      };
-      return adapter;
+    },
+    release: async (lock: Lock) => {
+      try {
+        await lock.release();
+      } catch (error) {
+        record.failedRelease();
+        record.error(error);
+      }
+    },
+    close: async () => {
+      await Promise.allSettled(clients.map((c) => c.quit()));
     },
   };
+  return adapter;
+}
+
+/** One counted ioredis connection per redis-server; those made are closed if one fails. */
+async function connectAll(endpoints: readonly Endpoint[]): Promise<IORedis[]> {
+  const clients: IORedis[] = [];
+  try {
+    for (const e of endpoints) clients.push(await countedConnection(e.redisUrl));
+  } catch (error) {
+    await Promise.allSettled(clients.map((c) => c.quit()));
+    throw error;
+  }
+  return clients;
 }

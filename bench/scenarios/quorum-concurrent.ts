@@ -4,7 +4,7 @@ import { allRequests } from "../harness/requests.ts";
 import { round, shuffled, summarize, type Summary } from "../harness/stats.ts";
 import { collectGarbage, now, progress } from "../harness/timing.ts";
 import { asClient, closeClients, connectClients, warmUp, type Client } from "./clients.ts";
-import { roundsOf, type Rounds } from "./quorum-sequential.ts";
+import { roundsOf, type Rounds } from "./quorum-rounds.ts";
 
 export interface QuorumConcurrentPlan {
   clients: number;

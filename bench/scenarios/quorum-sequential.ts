@@ -1,14 +1,15 @@
 // Quorum bench, one client per library: acquire and release latency, taken in turns with a round
 // trip to each node, so that the yardstick and the locks meet the same moments of the machine.
-import { Redis } from "@upstash/redis";
-import type { AcquireRecord, QuorumBenchLibrary } from "../adapters/quorum.ts";
+import type { QuorumBenchLibrary } from "../adapters/quorum.ts";
 import type { CommandCounts } from "../harness/commandstats.ts";
 import type { NodesStats } from "../harness/quorum-nodes.ts";
 import { callsTo } from "../harness/script-calls.ts";
 import type { Endpoint } from "../harness/server.ts";
-import { round, shuffled, summarize, type Summary } from "../harness/stats.ts";
+import { round, shuffled } from "../harness/stats.ts";
 import { now, progress, sleep } from "../harness/timing.ts";
 import { asClient, closeClients, connectClients, oneCycle, warmUp, type Client } from "./clients.ts";
+import { RoundTripProbes, type RoundTrips } from "./quorum-round-trips.ts";
+import { emptySamples, sequentialRow, type CycleSamples, type SequentialRow } from "./quorum-sequential-row.ts";
 
 export interface QuorumSequentialPlan {
   /** Untimed cycles per library before the rounds. */
@@ -18,54 +19,6 @@ export interface QuorumSequentialPlan {
   rounds: number;
   /** A separate run of this many cycles per library, counted in INFO commandstats on every node. */
   countedCycles: number;
-}
-
-/** A lock's acquire() calls split by whether they needed a write-back round (adopt.lua). */
-export interface Rounds {
-  acquires: number;
-  /** Acquires that returned with no adopt.lua sent: one round trip to the nodes per attempt. */
-  oneRound: number;
-  /** Acquires that wrote their fence back (adopt.lua) before returning. */
-  writeBack: number;
-  /** acquire.lua attempts per acquire() call (each attempt asks every node). */
-  attemptsPerAcquire: number;
-  /** adopt.lua requests per acquire sent before acquire() returned: the write-back round. */
-  adoptBeforePerAcquire: number;
-  /** adopt.lua requests per acquire sent after it returned, to nodes whose grant came after the vote. */
-  adoptAfterPerAcquire: number;
-}
-
-export interface SequentialRow {
-  id: string;
-  cycles: number;
-  seconds: number;
-  /** Cycles ÷ the time spent in them. */
-  opsPerSec: number;
-  roundOpsPerSec: number[];
-  acquireMs: Summary;
-  releaseMs: Summary;
-  /** Requests counted at the transport inside acquire() (HTTP requests, or TCP commands): what the caller waits on. */
-  requestsPerAcquire: number;
-  /** Every request the client sent over the rounds ÷ cycles: requests sent after acquire() returned included. */
-  requestsPerCycle: number;
-  /** fencelock only. */
-  rounds: Rounds | null;
-  /** acquire() latency of the one-round acquires, and of those that wrote back (fencelock only). */
-  oneRoundAcquireMs: Summary | null;
-  writeBackAcquireMs: Summary | null;
-}
-
-export interface RoundTrips {
-  /** What was sent: a trivial script, through each node's own local server. */
-  probe: string;
-  /** Per node, one node at a time. */
-  perNodeMs: Summary[];
-  /** The majority-th lowest of the nodes' p50s: the slowest node a majority needs. */
-  majorityNodeP50: number;
-  /** The same script to all nodes at once, as an acquire sends: until a majority had answered. */
-  fanOutMajorityMs: Summary;
-  /** ... and until every node had. */
-  fanOutAllMs: Summary;
 }
 
 /** Per node, in node order: what one cycle made it run (commandstats) and which scripts it was sent (transport). */
@@ -80,8 +33,10 @@ export interface CountedRow {
   scriptsPerCycle: Array<Record<string, number>> | null;
 }
 
-const PROBE = "return 1";
 const SETTLE_MS = 100;
+/** The probes' turns among the libraries' (whose turns are their indexes). */
+const EACH_NODE_ALONE = -1;
+const ALL_NODES_AT_ONCE = -2;
 
 /**
  * A library in the sequential rounds. `name` gives the lock name of its next cycle (and may prepare
@@ -104,87 +59,19 @@ export async function runQuorumSequential(
   const groups: Client[][] = [];
   try {
     for (const library of libraries) groups.push(await connectClients(library, 1));
-    const probes = await probeClients(endpoints);
-    const majority = Math.floor(endpoints.length / 2) + 1;
-    for (const [i, clients] of groups.entries()) {
-      await warmUp(clients);
-      const end = now() + plan.warmMs;
-      const client = clients[0]!;
-      const entry = entries[i]!;
-      while (now() < end) {
-        const name = entry.name ? await entry.name() : "qs:warm";
-        await asClient(client, () => oneCycle(client, name));
-      }
-    }
-    for (let n = 0; n < 20; n++) await Promise.all(probes.map((p) => p()));
+    const probes = await RoundTripProbes.connect(endpoints);
+    const clients = groups.map((group) => group[0]!);
+    await warmUpEntries(entries, groups, plan.warmMs);
+    await probes.warm(20);
     await sleep(SETTLE_MS);
     for (const library of libraries) library.take();
 
-    const samples = libraries.map(() => ({ acquire: [] as number[], release: [] as number[], requestsIn: 0, requests: 0, spent: 0, rounds: [] as number[] }));
-    const requestsBefore = groups.map((clients) => clients[0]!.counter.requests);
-    const perNode: number[][] = endpoints.map(() => []);
-    const fanMajority: number[] = [];
-    const fanAll: number[] = [];
-    const turns = [...libraries.keys(), -1, -2];
-    for (let r = 0; r < plan.rounds; r++) {
-      progress(`quorum N = ${endpoints.length}: sequential round ${r + 1} of ${plan.rounds} (${libraries.length} libraries and the round-trip probes in turns)`);
-      const spent = libraries.map(() => 0);
-      const cycles = libraries.map(() => 0);
-      const end = now() + plan.msEach * libraries.length;
-      while (now() < end) {
-        for (const turn of shuffled(turns)) {
-          if (turn === -1) {
-            // One node at a time, in a random order.
-            for (const node of shuffled([...endpoints.keys()])) perNode[node]!.push(await timed(probes[node]!));
-            continue;
-          }
-          if (turn === -2) {
-            const start = now();
-            const answered: number[] = [];
-            await Promise.all(probes.map((p) => p().then(() => answered.push(now() - start))));
-            answered.sort((a, b) => a - b);
-            fanMajority.push(answered[majority - 1]!);
-            fanAll.push(answered.at(-1)!);
-            continue;
-          }
-          const client = groups[turn]![0]!;
-          const s = samples[turn]!;
-          const entry = entries[turn]!;
-          const name = entry.name ? await entry.name() : "qs:cycle";
-          const before = client.counter.requests;
-          const t0 = now();
-          const handle = await asClient(client, () => client.adapter.acquire(name));
-          const t1 = now();
-          const middle = client.counter.requests;
-          await asClient(client, () => client.adapter.release(handle));
-          const t2 = now();
-          s.acquire.push(t1 - t0);
-          s.release.push(t2 - t1);
-          s.requestsIn += middle - before;
-          spent[turn] = (spent[turn] ?? 0) + t2 - t0;
-          cycles[turn] = (cycles[turn] ?? 0) + 1;
-        }
-      }
-      libraries.forEach((_, i) => {
-        samples[i]!.spent += spent[i] ?? 0;
-        samples[i]!.rounds.push(round(((cycles[i] ?? 0) * 1000) / (spent[i] || 1), 1));
-      });
-    }
-    // The requests a cycle set off after it returned (a quorum's slower nodes) land meanwhile.
-    await sleep(SETTLE_MS);
-    groups.forEach((clients, i) => (samples[i]!.requests = clients[0]!.counter.requests - requestsBefore[i]!));
+    const samples = await timedRounds(entries, clients, probes, plan, endpoints.length);
     const rows = libraries.map((library, i) => sequentialRow(library, samples[i]!, library.take()));
-    const p50s = perNode.map((ms) => summarize(ms).p50).sort((a, b) => a - b);
-    const roundTrips: RoundTrips = {
-      probe: `EVALSHA of \`${PROBE}\` (no keys) through the node's local server, by @upstash/redis`,
-      perNodeMs: perNode.map(summarize),
-      majorityNodeP50: p50s[majority - 1] ?? Number.NaN,
-      fanOutMajorityMs: summarize(fanMajority),
-      fanOutAllMs: summarize(fanAll),
-    };
+    const roundTrips = probes.summary();
     const counted: CountedRow[] = [];
     for (const [i, entry] of entries.entries()) {
-      if (!entry.uncounted) counted.push(await countCycles(entry.library, groups[i]![0]!, endpoints, plan.countedCycles, stats));
+      if (!entry.uncounted) counted.push(await countCycles(entry.library, clients[i]!, endpoints, plan.countedCycles, stats));
     }
     return { rows, roundTrips, counted };
   } finally {
@@ -192,59 +79,72 @@ export async function runQuorumSequential(
   }
 }
 
-async function timed(call: () => Promise<unknown>): Promise<number> {
-  const start = now();
-  await call();
-  return now() - start;
+/** Each library's clients warmed up, then untimed cycles of its own for `warmMs`. */
+async function warmUpEntries(entries: readonly SequentialEntry[], groups: readonly Client[][], warmMs: number): Promise<void> {
+  for (const [i, clients] of groups.entries()) {
+    await warmUp(clients);
+    const end = now() + warmMs;
+    const client = clients[0]!;
+    const entry = entries[i]!;
+    while (now() < end) {
+      const name = entry.name ? await entry.name() : "qs:warm";
+      await asClient(client, () => oneCycle(client, name));
+    }
+  }
 }
 
-/** One @upstash/redis client per node, configured as the lock clients are, with the probe script loaded. */
-async function probeClients(endpoints: readonly Endpoint[]): Promise<Array<() => Promise<unknown>>> {
-  return Promise.all(endpoints.map(async (e) => {
-    const redis = new Redis({ url: e.url, token: e.token });
-    const sha = await redis.scriptLoad(PROBE);
-    return () => redis.evalsha(sha, [], []);
-  }));
+/** The timed rounds: each library's client and the probes in turns, in a random order. */
+async function timedRounds(
+  entries: readonly SequentialEntry[],
+  clients: readonly Client[],
+  probes: RoundTripProbes,
+  plan: QuorumSequentialPlan,
+  nodes: number,
+): Promise<CycleSamples[]> {
+  const samples = clients.map(emptySamples);
+  const requestsBefore = clients.map((client) => client.counter.requests);
+  const turns = [...clients.keys(), EACH_NODE_ALONE, ALL_NODES_AT_ONCE];
+  for (let r = 0; r < plan.rounds; r++) {
+    progress(`quorum N = ${nodes}: sequential round ${r + 1} of ${plan.rounds} (${clients.length} libraries and the round-trip probes in turns)`);
+    const spent = clients.map(() => 0);
+    const cycles = clients.map(() => 0);
+    const end = now() + plan.msEach * clients.length;
+    while (now() < end) {
+      for (const turn of shuffled(turns)) {
+        if (turn === EACH_NODE_ALONE) await probes.eachNodeAlone();
+        else if (turn === ALL_NODES_AT_ONCE) await probes.allNodesAtOnce();
+        else {
+          const cycle = await timedCycle(clients[turn]!, entries[turn]!, samples[turn]!);
+          spent[turn] = (spent[turn] ?? 0) + cycle.end - cycle.start;
+          cycles[turn] = (cycles[turn] ?? 0) + 1;
+        }
+      }
+    }
+    samples.forEach((s, i) => {
+      s.spent += spent[i] ?? 0;
+      s.rounds.push(round(((cycles[i] ?? 0) * 1000) / (spent[i] || 1), 1));
+    });
+  }
+  // The requests a cycle set off after it returned (a quorum's slower nodes) land meanwhile.
+  await sleep(SETTLE_MS);
+  clients.forEach((client, i) => (samples[i]!.requests = client.counter.requests - requestsBefore[i]!));
+  return samples;
 }
 
-function sequentialRow(
-  library: QuorumBenchLibrary,
-  s: { acquire: number[]; release: number[]; requestsIn: number; requests: number; spent: number; rounds: number[] },
-  records: AcquireRecord[],
-): SequentialRow {
-  const cycles = s.acquire.length;
-  // Records come in the order of the acquires (one client, one at a time).
-  const paired = library.fenced && records.length === cycles;
-  const oneRound = paired ? s.acquire.filter((_, k) => records[k]!.adoptBefore === 0) : [];
-  const writeBack = paired ? s.acquire.filter((_, k) => records[k]!.adoptBefore > 0) : [];
-  return {
-    id: library.id,
-    cycles,
-    seconds: round(s.spent / 1000),
-    opsPerSec: round((cycles * 1000) / (s.spent || 1), 1),
-    roundOpsPerSec: s.rounds,
-    acquireMs: summarize(s.acquire),
-    releaseMs: summarize(s.release),
-    requestsPerAcquire: round(s.requestsIn / Math.max(1, cycles)),
-    requestsPerCycle: round(s.requests / Math.max(1, cycles)),
-    rounds: library.fenced ? roundsOf(records, library.nodes) : null,
-    oneRoundAcquireMs: paired ? summarize(oneRound) : null,
-    writeBackAcquireMs: paired ? summarize(writeBack) : null,
-  };
-}
-
-export function roundsOf(records: readonly AcquireRecord[], nodes: number): Rounds {
-  const acquires = Math.max(1, records.length);
-  const adopts = records.reduce((sum, r) => sum + r.calls.count("adopt"), 0);
-  const before = records.reduce((sum, r) => sum + r.adoptBefore, 0);
-  return {
-    acquires: records.length,
-    oneRound: records.filter((r) => r.adoptBefore === 0).length,
-    writeBack: records.filter((r) => r.adoptBefore > 0).length,
-    attemptsPerAcquire: round(records.reduce((sum, r) => sum + r.acquireCalls, 0) / nodes / acquires),
-    adoptBeforePerAcquire: round(before / acquires, 3),
-    adoptAfterPerAcquire: round((adopts - before) / acquires, 3),
-  };
+/** One acquire + release, its times and the requests inside acquire() added to `s`; returns when it started and ended. */
+async function timedCycle(client: Client, entry: SequentialEntry, s: CycleSamples): Promise<{ start: number; end: number }> {
+  const name = entry.name ? await entry.name() : "qs:cycle";
+  const before = client.counter.requests;
+  const t0 = now();
+  const handle = await asClient(client, () => client.adapter.acquire(name));
+  const t1 = now();
+  const middle = client.counter.requests;
+  await asClient(client, () => client.adapter.release(handle));
+  const t2 = now();
+  s.acquire.push(t1 - t0);
+  s.release.push(t2 - t1);
+  s.requestsIn += middle - before;
+  return { start: t0, end: t2 };
 }
 
 /** `cycles` cycles, one client, with every node's INFO commandstats and the transport's script counts read around them. */

@@ -2,7 +2,8 @@
 // on one of those nodes and node-redlock over TCP to the same redis-servers.
 import { Redis as IORedis } from "ioredis";
 import { lockKeys } from "../../test/support/lock-keys.ts";
-import { fencelockNodesLibrary, redlockNodesLibrary, type Anomalies, type QuorumBenchLibrary } from "../adapters/quorum.ts";
+import { fencelockNodesLibrary, redlockNodesLibrary, type QuorumBenchLibrary } from "../adapters/quorum.ts";
+import type { Anomalies } from "../adapters/quorum-recorder.ts";
 import { NodesStats, startNodes } from "../harness/quorum-nodes.ts";
 import { installScriptCounter } from "../harness/script-calls.ts";
 import type { Endpoint } from "../harness/server.ts";
@@ -12,7 +13,10 @@ import type { LibraryInfo } from "../report/results.ts";
 import { runContention, type ContentionRun, type Rejoin } from "./contention.ts";
 import { gapMetrics, throughputMetrics, waitMetrics, type ThroughputMetrics, type WaitMetrics } from "./metrics.ts";
 import { runQuorumConcurrent, type ConcurrentRow, type QuorumConcurrentPlan } from "./quorum-concurrent.ts";
-import { roundsOf, runQuorumSequential, type CountedRow, type SequentialEntry, type QuorumSequentialPlan, type RoundTrips, type Rounds, type SequentialRow } from "./quorum-sequential.ts";
+import type { RoundTrips } from "./quorum-round-trips.ts";
+import { roundsOf, type Rounds } from "./quorum-rounds.ts";
+import { runQuorumSequential, type CountedRow, type SequentialEntry, type QuorumSequentialPlan } from "./quorum-sequential.ts";
+import type { SequentialRow } from "./quorum-sequential-row.ts";
 
 export interface QuorumContentionPlan {
   clients: number;
