@@ -23,15 +23,7 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
     const owner = opts.owner ?? newToken();
     // One request id for every attempt, so one that landed unseen is not counted twice.
     const requestId = newToken();
-    const { channelFor } = config;
-    if (opts.wake === "push" && !channelFor) {
-      throw new LockConfigError("acquire options", ['wake: "push" needs one Redis; a quorum waits with jittered backoff, so leave wake out']);
-    }
-    // Push by default; a call that will not wait has nothing to be woken for.
-    const push = opts.wake !== "poll" && waitMs > 0 && channelFor?.(name);
-    // A push waiter's ticket carries what release.lua needs to take the lock on its behalf, and where to say so.
-    const ticket = push ? `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}.${push.address}` : requestId;
-    const waiter = push ? pushWaiter(push, requestId, owner) : pollWaiter;
+    const { ticket, waiter } = waitingFor(name, opts, waitMs, owner, requestId, leaseMs);
     const deadline = performance.now() + waitMs;
     // Only a caller that will wait takes a place in line.
     const queueMs = waitMs > 0 ? QUEUE_ALIVE_MS : 0;
@@ -70,6 +62,20 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
       if (queued) leaveLine(name, ticket, opts.waitUntil, failure);
       waiter.close?.();
     }
+  }
+
+  /** How a call waits between attempts, and the ticket that keeps its place in line. */
+  function waitingFor(name: string, opts: AcquireOptions, waitMs: number, owner: string, requestId: string, leaseMs: number) {
+    const { channelFor } = config;
+    if (opts.wake === "push" && !channelFor) {
+      throw new LockConfigError("acquire options", ['wake: "push" needs one Redis; a quorum waits with jittered backoff, so leave wake out']);
+    }
+    // Push by default; a call that will not wait has nothing to be woken for.
+    const push = opts.wake !== "poll" && waitMs > 0 && channelFor?.(name);
+    if (!push) return { ticket: requestId, waiter: pollWaiter };
+    // A push waiter's ticket carries what release.lua needs to take the lock on its behalf, and where to say so.
+    const ticket = `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}.${push.address}`;
+    return { ticket, waiter: pushWaiter(push, requestId, owner) };
   }
 
   /**
