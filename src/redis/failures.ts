@@ -2,7 +2,7 @@
 import { LockUnavailableError } from "../core/errors.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
-/** What a call that got no answer within timeoutMs rejects with, before unavailable() words it. */
+/** Stands for "no answer within timeoutMs" until unavailable() words it. */
 export class RequestTimeout extends Error {}
 
 export function messageOf(error: unknown): string {
