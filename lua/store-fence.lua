@@ -33,8 +33,8 @@ if fence ~= '' or value then
   end
   if not cur[1] and ttlMs > 0 then
     -- A record idle for ttlMs expired with its highest fence; every fence it saw was minted
-    -- before then, so a fence that old is refused.
-    highest = nowUs - ttlMs * 1000
+    -- before then, at most τ (1 s) ahead of its clock, so a fence that old is refused.
+    highest = nowUs - ttlMs * 1000 + 1000000
   end
   if number < highest then
     return {0, highest}

@@ -83,9 +83,10 @@ export const storeOptionsSchema = z.strictObject({
   ...common,
   /**
    * Expire a resource this long after its last claim or write; by default data is kept. A fence
-   * minted longer ago than this is then refused: make it longer than any lease works on a resource.
+   * minted more than ttlMs less 1 s ago is then refused (a fence may run up to 1 s ahead of the
+   * clock): make it at least 1 s longer than any lease works on a resource.
    */
-  ttlMs: z.optional(ms(1_000, 10 * 365 * 86_400_000)),
+  ttlMs: z.optional(ms(2_000, 10 * 365 * 86_400_000)),
 }, "expected an options object");
 
 export type FencedStoreOptions = z.input<typeof storeOptionsSchema>;

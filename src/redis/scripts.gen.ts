@@ -48,7 +48,7 @@ export const release: LuaScript = {
 
 export const storeFence: LuaScript = {
   name: "store-fence",
-  text: "local a=redis.call local Q,R=unpack(KEYS)local G=ARGV[1]local S=tonumber(ARGV[2])local K=ARGV[3]local T=ARGV[4]local y=a('HMGET',Q,'fence','value')local U=tonumber(y[1])or 0 if G~=''or T then local V=tonumber(G)local p=a('TIME')local q=p[1]*1000000+p[2]if not string.match(G,'^[1-9][0-9]*$')or V>q+3600000000 then return redis.error_reply('ERR fencelock: malformed fence')end if a('GET',R)==G and T then return{1,V}end if not y[1]and S>0 then U=q-S*1000 end if V<U then return{0,U}end if T then a('SET',R,G,'PX',K)a('HSET',Q,'fence',G,'value',T)else a('HSET',Q,'fence',G)end if S>0 then a('PEXPIRE',Q,S)else a('PERSIST',Q)end U=V end if y[2]and not T then return{1,U,'v:'..y[2]}end return{1,U}",
+  text: "local a=redis.call local Q,R=unpack(KEYS)local G=ARGV[1]local S=tonumber(ARGV[2])local K=ARGV[3]local T=ARGV[4]local y=a('HMGET',Q,'fence','value')local U=tonumber(y[1])or 0 if G~=''or T then local V=tonumber(G)local p=a('TIME')local q=p[1]*1000000+p[2]if not string.match(G,'^[1-9][0-9]*$')or V>q+3600000000 then return redis.error_reply('ERR fencelock: malformed fence')end if a('GET',R)==G and T then return{1,V}end if not y[1]and S>0 then U=q-S*1000+1000000 end if V<U then return{0,U}end if T then a('SET',R,G,'PX',K)a('HSET',Q,'fence',G,'value',T)else a('HSET',Q,'fence',G)end if S>0 then a('PEXPIRE',Q,S)else a('PERSIST',Q)end U=V end if y[2]and not T then return{1,U,'v:'..y[2]}end return{1,U}",
 };
 
 export const storeTtl: LuaScript = {

@@ -125,6 +125,19 @@ describe("lock names and per-call options", () => {
   });
 });
 
+describe("createFencedStore options", () => {
+  // A fence may run 1 s ahead of the clock, so an expired record refuses fences minted ttlMs less 1 s ago.
+  it.each([
+    [1_999, /ttlMs: must be at least 2000 ms/],
+    [1.5e3, /ttlMs: must be at least 2000 ms/],
+    [11 * 365 * 86_400_000, /ttlMs: must be at most/],
+  ])("rejects ttlMs %s, before any request", (ttlMs, message) => {
+    const redis = recordingRedis();
+    expect(configError(() => createFencedStore({ redis, ttlMs })).message).toMatch(message);
+    expect(redis.calls).toBe(0);
+  });
+});
+
 describe("a TCP client passed as it is", () => {
   // Its evalsha takes (sha, numkeys, ...keys, ...args): unwrapped, every call would fail on Redis.
   it("is refused with the adapter to use, before any call", () => {

@@ -43,7 +43,8 @@ export function drawPlan(seed: number, dice: Dice): ChaosPlan {
     actors: dice.int(3, 5),
     names: LOCK_NAMES.slice(0, dice.int(1, LOCK_NAMES.length)),
     nemesis: dice.chance(0.25),
-    storeTtlMs: dice.chance(0.25) ? dice.int(1_500, 4_000) : 0,
+    // ttlMs less τ (1 s) is how long a holder may write to an expired record.
+    storeTtlMs: dice.chance(0.25) ? dice.int(2_500, 5_000) : 0,
     prefix: uniquePrefix(`chaos${seed}`),
   };
 }

@@ -90,9 +90,9 @@ describe("fenced store", () => {
   // Else a store whose ttlMs is longer (or none) takes a record that expired for a short one as
   // never written, and with it a fence older than the ones it forgot.
   it.each([
-    ["without ttlMs", undefined, 1_000],
-    ["with a longer ttlMs", 60_000, 1_000],
-    ["with ttlMs, on a prefix kept without", 1_000, undefined],
+    ["without ttlMs", undefined, 2_000],
+    ["with a longer ttlMs", 60_000, 2_000],
+    ["with ttlMs, on a prefix kept without", 2_000, undefined],
   ])("refuses a store %s beside one with another ttlMs on its prefix, and changes nothing", async (_, ttlMs, firstTtlMs) => {
     const { redis, prefix, locks } = setup("ttl-mixed", 200);
     const first = createFencedStore({ redis, prefix, ttlMs: firstTtlMs });
@@ -100,7 +100,7 @@ describe("fenced store", () => {
     await sleep(300); // A pauses past its lease
     const b = await locks.acquire("doc", { waitMs: 0 });
     await first.write("doc", "by B", b.fence);
-    await sleep(1_200); // a record kept for 1 s has expired
+    await sleep(2_200); // a record kept for 2 s has expired
     const second = createFencedStore({ redis, prefix, ttlMs });
     const error = await second.write("doc", "by stale A", a.fence).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockConfigError);
@@ -117,13 +117,13 @@ describe("fenced store", () => {
 
   it("refuses a paused holder's write after the newer holder's record expired (ttlMs)", async () => {
     const { redis, prefix, locks } = setup("ttl-stale", 200);
-    const store = createFencedStore({ redis, prefix, ttlMs: 1_000 });
+    const store = createFencedStore({ redis, prefix, ttlMs: 2_000 });
     const a = await locks.acquire("doc");
     await sleep(300); // A pauses past its lease
     const b = await locks.acquire("doc", { waitMs: 0 });
     await store.write("doc", "by B", b.fence);
     await b.release();
-    await sleep(1_200); // idle past ttlMs: the record, and the highest fence it saw, expire
+    await sleep(2_200); // idle past ttlMs: the record, and the highest fence it saw, expire
     expect(await store.read("doc")).toBeNull();
     // A's fence was minted before the record could have expired: it may be older than B's.
     await staleError(store.write("doc", "by stale A", a.fence));
