@@ -32,8 +32,8 @@ if fence ~= '' or value then
     return {1, number}
   end
   if not cur[1] and ttlMs > 0 then
-    -- A record idle for ttlMs expired with its highest fence; every fence it saw was minted
-    -- before then, at most τ (1 s) ahead of its clock, so a fence that old is refused.
+    -- A record idle for ttlMs expired with its highest fence. Every fence it saw was minted
+    -- before then, at most τ (1 s) ahead of the clock: all of them are below this.
     highest = nowUs - ttlMs * 1000 + 1000000
   end
   if number < highest then
