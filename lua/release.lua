@@ -67,13 +67,15 @@ if cur[1] == owner and cur[2] == fence then
       -- On the heir's channel (src/waiting/wake-channels.ts), addressed by ticket; the digest with
       -- the secret owner token proves the message came from here.
       local message = ticket .. ':' .. newFence .. ':' .. redis.sha1hex(newFence .. ':' .. heir)
+      -- pcall: where the message cannot go (no SPUBLISH on Redis 6, an ACL user without channel
+      -- rights) the heir finds its lock on its next look, as after a lost message. An error here
+      -- would fail a release whose writes above stand.
       if shard == '.s' then
         -- Redis Cluster: named by the lock key from its hash tag on, so in this node's slot, and the
-        -- same whatever key prefix a client adds. pcall: without SPUBLISH (Redis 6) the heir finds
-        -- its lock on its next look, as after a lost message.
+        -- same whatever key prefix a client adds.
         redis.pcall('SPUBLISH', 'fencelock.' .. lockSet .. ':' .. string.sub(lock, string.find(lock, '{', 1, true) or 1), message)
       else
-        redis.call('PUBLISH', 'fencelock.' .. lockSet, message)
+        redis.pcall('PUBLISH', 'fencelock.' .. lockSet, message)
       end
     end
   end

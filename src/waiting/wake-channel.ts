@@ -84,7 +84,8 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     if (stream === pending) {
       pending = undefined;
       failedAt = performance.now();
-      warn(`a SUBSCRIBE stream for push wake-ups failed (${String(event)}); waits poll until one opens, tried again every ${COOLDOWN_MS / 1000} s`);
+      const hint = /NOPERM/.test(String(event)) ? "; grant this Redis user the channels fencelock.* (ACL rule &fencelock.*)" : "";
+      warn(`a SUBSCRIBE stream for push wake-ups failed (${String(event)})${hint}; waits poll until one opens, tried again every ${COOLDOWN_MS / 1000} s`);
     } else if (stream === live) {
       live = undefined;
       epoch++;

@@ -1,0 +1,60 @@
+// A Redis 7 ACL user made the usual way (ACL SETUSER app on >pw ~* +@all) has no pub/sub channel
+// rights (acl-pubsub-default resetchannels): a release still hands the lock over, and waits poll.
+import { Redis } from "ioredis";
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { createLocks, type RedisClient } from "../../../src/index.ts";
+import { fromIoredis } from "../../../src/ioredis.ts";
+import { startRedisServer, type RedisServer } from "../../../src/local/index.ts";
+import { fromNodeRedis } from "../../../src/node-redis.ts";
+import { uniquePrefix } from "../../support/upstash.ts";
+
+let server: RedisServer;
+let admin: Redis;
+const closers: (() => unknown)[] = [];
+beforeAll(async () => {
+  server = await startRedisServer();
+  admin = new Redis(server.url);
+  await admin.acl("SETUSER", "app", "on", ">pw", "~*", "+@all", "resetchannels");
+});
+afterAll(async () => {
+  await Promise.all(closers.map((close) => close()));
+  await admin?.quit();
+  await server?.stop();
+});
+
+const asApp = () => server.url.replace("redis://", "redis://app:pw@");
+
+const adapters: [string, () => Promise<RedisClient>][] = [
+  ["fromIoredis", async () => {
+    const client = new Redis(asApp());
+    closers.push(() => client.quit());
+    return fromIoredis(client);
+  }],
+  ["fromNodeRedis", async () => {
+    const client = await createClient({ url: asApp() }).on("error", () => {}).connect();
+    closers.push(() => client.close());
+    return fromNodeRedis(client);
+  }],
+];
+
+describe.each(adapters)("%s as a user without channel rights", (_, adapter) => {
+  it("releases to a waiting caller, which gets the lock by its next look; the lock set says why it polls", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const redis = await adapter();
+      const prefix = uniquePrefix("acl");
+      const holder = await createLocks({ redis, prefix }).acquire("gate");
+      const waiting = createLocks({ redis, prefix }).acquire("gate", { waitMs: 8_000 });
+      await vi.waitFor(() => expect(warn).toHaveBeenCalled(), { timeout: 5_000 });
+      const released = await holder.release().catch((error: unknown) => error);
+      const lease = await waiting;
+      expect(released).toBe("released");
+      expect(lease.fence).toBeGreaterThan(holder.fence);
+      expect(await lease.release()).toBe("released");
+      expect(String(warn.mock.calls[0]?.[0])).toMatch(/NOPERM.*grant this Redis user the channels fencelock\.\* \(ACL rule &fencelock\.\*\)/);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+});
