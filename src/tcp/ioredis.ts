@@ -4,7 +4,7 @@ import type { RedisClient } from "../core/client.ts";
 import { clusterRouter, serverRouter, SubscriberGroup, type PubSub, type Router } from "./ioredis-pubsub.ts";
 import { notTheClient, pubsubOf, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
-import { sharedSubscriber } from "./shared-subscriber.ts";
+import { subscriberOf } from "./shared-subscriber.ts";
 
 /** fromIoredis's options: `pubsub` for a Cluster. */
 export type IoredisOptions = AdapterOptions;
@@ -34,18 +34,9 @@ export function fromIoredis(client: Redis | Cluster, options?: IoredisOptions): 
   return { ...redis, subscribe: classic, ssubscribe: shared(client, "sharded", () => clusterRouter(client, "sharded")) };
 }
 
-type Subscribe = NonNullable<RedisClient["subscribe"]>;
-
-/** Per client, so that every fromIoredis() of one client shares its subscriber connections. */
-const subscribers = new WeakMap<Redis | Cluster, Map<PubSub, Subscribe>>();
-
-/** All wake-up streams of one kind on one group of connections, opened on first use. */
-function shared(client: Redis | Cluster, pubsub: PubSub, router: () => Router): Subscribe {
-  const kinds = subscribers.get(client) ?? new Map<PubSub, Subscribe>();
-  subscribers.set(client, kinds);
-  const subscribe = kinds.get(pubsub) ?? sharedSubscriber(() => new SubscriberGroup(router(), pubsub));
-  kinds.set(pubsub, subscribe);
-  return subscribe;
+/** Every fromIoredis() of one client shares its subscriber connections. */
+function shared(client: Redis | Cluster, pubsub: PubSub, router: () => Router) {
+  return subscriberOf(client, pubsub, () => new SubscriberGroup(router(), pubsub));
 }
 
 function isCluster(client: Redis | Cluster): client is Cluster {

@@ -3,7 +3,7 @@ import type { RedisClient } from "../core/client.ts";
 import { LockConfigError } from "../core/errors.ts";
 import { notTheClient, pubsubOf, shardedRefused, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
-import { sharedSubscriber, type SubscriberConnection } from "./shared-subscriber.ts";
+import { subscriberOf, type SubscriberConnection } from "./shared-subscriber.ts";
 
 /** Text unless subscribed in buffer mode, which fencelock never asks for; the types allow both. */
 type MessageListener = (message: string | Uint8Array, channel: string | Uint8Array) => void;
@@ -61,9 +61,9 @@ export function fromNodeRedis(redis: NodeRedisClient | NodeRedisCluster, options
   const client: RedisClient = {
     evalsha: (sha1, keys, args) => run(() => scripts.evalSha(sha1, { keys, arguments: args })),
     eval: (script, keys, args) => run(() => scripts.eval(script, { keys, arguments: args })),
-    subscribe: sharedSubscriber(() => (cluster ? clusterConnection(cluster, false) : duplicateConnection(redis))),
+    subscribe: subscriberOf(redis, "classic", () => (cluster ? clusterConnection(cluster, false) : duplicateConnection(redis))),
   };
-  if (pubsub === "sharded" && cluster) client.ssubscribe = sharedSubscriber(() => clusterConnection(cluster, true));
+  if (pubsub === "sharded" && cluster) client.ssubscribe = subscriberOf(redis, "sharded", () => clusterConnection(cluster, true));
   return client;
 }
 

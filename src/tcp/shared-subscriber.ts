@@ -23,6 +23,20 @@ interface Stream {
   emit(type: string, event: unknown): void;
 }
 
+type Subscribe = (channel: string) => WakeSubscriber;
+
+/** Per client and kind of pub/sub, so that every adapter made of one client shares its subscriber connections. */
+const subscribers = new WeakMap<object, Map<string, Subscribe>>();
+
+/** The subscribe() of `client` for one kind of pub/sub: made on the first call, the same one after. */
+export function subscriberOf(client: object, kind: string, connect: () => SubscriberConnection): Subscribe {
+  const kinds = subscribers.get(client) ?? new Map<string, Subscribe>();
+  subscribers.set(client, kinds);
+  const subscribe = kinds.get(kind) ?? sharedSubscriber(connect);
+  kinds.set(kind, subscribe);
+  return subscribe;
+}
+
 /** A client's subscribe(): streams on one connection from `connect`, opened when the first is needed. */
 export function sharedSubscriber(connect: () => SubscriberConnection): (channel: string) => WakeSubscriber {
   const streams = new Map<string, Set<Stream>>();

@@ -91,7 +91,7 @@ describe.each(configs)("fromNodeRedis over %s", (_, options) => {
 });
 
 describe.each([2, 3] as const)("fromNodeRedis subscriber over RESP%i", (RESP) => {
-  it("serves every wait of every lock set on one pub/sub connection, closed once idle", async () => {
+  it("serves every wait of every lock set on the client on one pub/sub connection, closed once idle", async () => {
     // The subscriber connection is a duplicate of the client, and so has its name.
     const name = `nr-one-connection-${RESP}`;
     const [client, admin] = await Promise.all([connected({ RESP }, name), connected({ RESP: 2 })]);
@@ -100,8 +100,8 @@ describe.each([2, 3] as const)("fromNodeRedis subscriber over RESP%i", (RESP) =>
     const prefix = uniquePrefix("one-connection");
     const names = ["a", "b", "c", "d"];
     const held = await Promise.all(names.map((name) => createLocks({ redis, prefix }).acquire(name)));
-    // Two lock sets, each with two waits.
-    const waiters = [createLocks({ redis, prefix }), createLocks({ redis, prefix })];
+    // Two lock sets, each with two waits, each given the client by a fromNodeRedis() of its own.
+    const waiters = [createLocks({ redis: fromNodeRedis(client), prefix }), createLocks({ redis: fromNodeRedis(client), prefix })];
     const waiting = names.map((name, i) => waiters[i % 2]!.acquire(name, { waitMs: 20_000 }));
     await until(async () => (await pubsubClients()) === 1, 5_000);
     await Promise.all(held.map((lease) => lease.release()));
