@@ -1,7 +1,7 @@
 // Subscriber connections for the ioredis adapter: one per node a channel is routed to, each made
 // with duplicate() from the user's client, given up on any failure and made afresh on next use.
 import type { Cluster, Redis, RedisOptions } from "ioredis";
-import type { SubscriberConnection } from "./shared-subscriber.ts";
+import { CONFIRM_MS, type SubscriberConnection } from "./shared-subscriber.ts";
 import { shardedRefused } from "./options.ts";
 import { slotOf } from "./slot.ts";
 
@@ -15,8 +15,6 @@ export interface Router {
   refresh(): Promise<void>;
 }
 
-/** A subscribe that neither confirms nor fails in this time fails: its lock set then polls instead of waiting on it. */
-const CONFIRM_MS = 10_000;
 /** Sharded: how often a channel whose slot moved is routed afresh before its subscribe fails. */
 const MAX_MOVED = 3;
 

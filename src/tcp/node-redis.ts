@@ -1,12 +1,13 @@
 // fromNodeRedis: a client or cluster of the official `redis` package as fencelock's RedisClient.
 import type { RedisClient } from "../core/client.ts";
 import { LockConfigError } from "../core/errors.ts";
-import { notTheClient, pubsubOf, shardedRefused, type AdapterOptions } from "./options.ts";
+import { notTheClient, pubsubOf, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
-import { subscriberOf, type SubscriberConnection } from "./shared-subscriber.ts";
+import { clusterConnection, duplicateConnection } from "./node-redis-pubsub.ts";
+import { subscriberOf } from "./shared-subscriber.ts";
 
 /** Text unless subscribed in buffer mode, which fencelock never asks for; the types allow both. */
-type MessageListener = (message: string | Uint8Array, channel: string | Uint8Array) => void;
+export type MessageListener = (message: string | Uint8Array, channel: string | Uint8Array) => void;
 type ScriptOptions = { keys: string[]; arguments: string[] };
 
 /** The script calls of a node-redis client or cluster. */
@@ -29,7 +30,7 @@ interface PubSub extends Events {
 export interface NodeRedisClient extends ScriptCalls, PubSub {
   readonly isOpen: boolean;
   withTypeMapping(mapping: Record<string, never>): ScriptCalls;
-  duplicate(): PubSub & { connect(): Promise<unknown>; destroy(): void };
+  duplicate(): PubSub & { connect(): Promise<unknown>; destroy(): void; ping(): Promise<unknown> };
 }
 
 /** What fencelock uses of a cluster from `createCluster()` (redis 6). */
@@ -100,60 +101,4 @@ async function retriedWhileMoving(call: () => Promise<unknown>): Promise<unknown
 
 function notConnected(): Promise<never> {
   return Promise.reject(new LockConfigError("node-redis client", ["it is not connected (call await client.connect() before the first lock call, and close it after the last)"]));
-}
-
-/**
- * Standalone: node-redis needs a connection of its own to subscribe on, which reconnects and
- * subscribes again by itself; every drop is still reported, as messages may have been lost.
- */
-function duplicateConnection(redis: NodeRedisClient): SubscriberConnection {
-  const subscriber = redis.duplicate();
-  let deliver: (channel: string, message: string) => void = () => {};
-  let drop: (reason: string) => void = () => {};
-  const listener: MessageListener = (message, channel) => deliver(String(channel), String(message));
-  // An "error" event that nobody listens to is thrown, and would end the program.
-  subscriber.on("error", (error: unknown) => drop(String(error)));
-  subscriber.on("reconnecting", () => drop("reconnecting"));
-  subscriber.on("end", () => drop("closed"));
-  // Failures reach the listeners above as "error" events, and pending subscriptions reject.
-  subscriber.connect().catch(() => undefined);
-  return {
-    subscribe: (channel) => subscriber.subscribe(channel, listener),
-    unsubscribe: (channel) => subscriber.unsubscribe(channel, listener),
-    onMessage: (next) => void (deliver = next),
-    onDrop: (next) => void (drop = next),
-    close: () => subscriber.destroy(),
-  };
-}
-
-/**
- * Cluster: node-redis keeps the pub/sub connections (one for SUBSCRIBE, one per master for SSUBSCRIBE)
- * and follows a channel's slot to its new master, silently. Its events do not say whether a failed
- * node connection was a pub/sub one, so any counts as a drop.
- */
-function clusterConnection(cluster: NodeRedisCluster, sharded: boolean): SubscriberConnection {
-  const channels = new Set<string>();
-  let deliver: (channel: string, message: string) => void = () => {};
-  let drop: (reason: string) => void = () => {};
-  const listener: MessageListener = (message, channel) => deliver(String(channel), String(message));
-  const unsubscribe = (channel: string) => (channels.delete(channel), sharded ? cluster.sUnsubscribe(channel, listener) : cluster.unsubscribe(channel, listener));
-  const events: [string, (...args: unknown[]) => void][] = [
-    ["node-error", (error: unknown) => drop(`a cluster node's connection failed: ${String(error)}`)],
-    ["node-reconnecting", () => drop("reconnecting to a cluster node")],
-    ["sharded-channel-moved-error", (error: unknown) => drop(`a channel's slot moved, and subscribing on its new node failed: ${String(error)}`)],
-  ];
-  for (const [event, handler] of events) cluster.on(event, handler);
-  return {
-    subscribe: (channel) => (
-      channels.add(channel),
-      sharded ? cluster.sSubscribe(channel, listener).catch((error: unknown) => Promise.reject(shardedRefused(error, "fromNodeRedis"))) : cluster.subscribe(channel, listener)
-    ),
-    unsubscribe,
-    onMessage: (next) => void (deliver = next),
-    onDrop: (next) => void (drop = next),
-    close() {
-      for (const [event, handler] of events) cluster.off(event, handler);
-      for (const channel of channels) unsubscribe(channel).catch(() => undefined);
-    },
-  };
 }

@@ -16,6 +16,9 @@ export interface SubscriberConnection {
   close(): void;
 }
 
+/** A subscribe that neither confirms nor fails in this time fails: its lock set then polls instead of waiting on it. */
+export const CONFIRM_MS = 10_000;
+
 type Listener = (event: unknown) => void;
 
 interface Stream {

@@ -1,0 +1,57 @@
+// A TCP proxy in front of a Redis that can silence its subscriber connections: they stay open but
+// pass nothing either way, as when a NAT or load balancer forgets a connection without a word.
+import { connect, createServer, type Server, type Socket } from "node:net";
+
+interface Link {
+  subscriber: boolean;
+  silent: boolean;
+  readonly sockets: Socket[];
+}
+
+export class SilencingProxy {
+  readonly #server: Server;
+  readonly #links = new Set<Link>();
+
+  private constructor(server: Server, targetPort: number) {
+    this.#server = server;
+    server.on("connection", (client) => this.#forward(client, connect(targetPort, "127.0.0.1")));
+  }
+
+  static async start(targetPort: number): Promise<SilencingProxy> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return new SilencingProxy(server, targetPort);
+  }
+
+  get url(): string {
+    const address = this.#server.address();
+    if (!address || typeof address === "string") throw new Error("proxy is not listening");
+    return `redis://127.0.0.1:${address.port}`;
+  }
+
+  /** Silences every connection that has subscribed so far; later ones pass as before. */
+  silenceSubscribers(): number {
+    const subscribers = [...this.#links].filter((link) => link.subscriber);
+    subscribers.forEach((link) => (link.silent = true));
+    return subscribers.length;
+  }
+
+  async close(): Promise<void> {
+    this.#links.forEach((link) => link.sockets.forEach((socket) => socket.destroy()));
+    await new Promise((resolve) => this.#server.close(resolve));
+  }
+
+  #forward(client: Socket, server: Socket): void {
+    const link: Link = { subscriber: false, silent: false, sockets: [client, server] };
+    this.#links.add(link);
+    client.on("data", (data: Buffer) => {
+      if (/subscribe/i.test(data.toString("latin1"))) link.subscriber = true;
+      if (!link.silent) server.write(data);
+    });
+    server.on("data", (data: Buffer) => void (!link.silent && client.write(data)));
+    for (const [from, to] of [[client, server], [server, client]] as const) {
+      from.on("error", () => to.destroy());
+      from.on("close", () => (to.destroy(), this.#links.delete(link)));
+    }
+  }
+}
