@@ -15,6 +15,7 @@ export function duplicateConnection(redis: NodeRedisClient): SubscriberConnectio
   // The channels the current connection carries.
   const channels = new Set<string>();
   let subscriber = open();
+  let closed = false;
 
   function open() {
     const opened = redis.duplicate();
@@ -33,11 +34,11 @@ export function duplicateConnection(redis: NodeRedisClient): SubscriberConnectio
   function stillAnswers(): Promise<unknown> {
     const asked = subscriber;
     return withinConfirmMs(asked.ping(), "PING").catch((error: unknown) => {
-      if (asked !== subscriber) throw error;
+      if (closed || asked !== subscriber) throw error;
       channels.clear();
       subscriber = open();
       asked.destroy();
-      drop(String((error as Error).message));
+      drop(error instanceof Error ? error.message : String(error));
       throw error;
     });
   }
@@ -47,7 +48,7 @@ export function duplicateConnection(redis: NodeRedisClient): SubscriberConnectio
     unsubscribe: (channel) => (channels.delete(channel), subscriber.unsubscribe(channel, listener)),
     onMessage: (next) => void (deliver = next),
     onDrop: (next) => void (drop = next),
-    close: () => subscriber.destroy(),
+    close: () => ((closed = true), subscriber.destroy()),
   };
 }
 
