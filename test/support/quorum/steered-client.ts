@@ -1,0 +1,24 @@
+// A RedisClient that lets a test lose or hold back single script calls to one node, by script
+// name; the calls it lets through run the real scripts on a real Redis.
+import type { RedisClient } from "../../../src/core/client.ts";
+import { scriptSha1 } from "../../../src/redis/run-script.ts";
+import * as scripts from "../../../src/redis/scripts.gen.ts";
+
+/** What happens to a call: lost (never answered), held until the promise settles, or sent. */
+export type Steer = (script: string) => "lost" | Promise<void> | undefined;
+
+const names = new Map(Object.values(scripts).flatMap((script) => [[scriptSha1(script), script.name], [script.text, script.name]]));
+
+export function steered(client: RedisClient): { client: RedisClient; steer: Steer | undefined } {
+  const wrapper: { client: RedisClient; steer: Steer | undefined } = { client, steer: undefined };
+  const call = (send: () => Promise<unknown>, script: string): Promise<unknown> => {
+    const fate = wrapper.steer?.(names.get(script) ?? "unknown");
+    if (fate === "lost") return new Promise(() => {});
+    return fate ? fate.then(send) : send();
+  };
+  wrapper.client = {
+    evalsha: (sha1, keys, args) => call(() => client.evalsha(sha1, keys, args), sha1),
+    eval: (text, keys, args) => call(() => client.eval(text, keys, args), text),
+  };
+  return wrapper;
+}
