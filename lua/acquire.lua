@@ -1,6 +1,6 @@
 -- Acquire a lease, or join it reentrantly when the caller already owns it. Waiters queue
 -- in arrival order, so a free lock goes to the longest waiter, not to whoever asks first.
--- KEYS[1] lock hash {owner, fence, holds, carried (quorum mode, see adopt.lua), q:<ticket>...}
+-- KEYS[1] lock hash {owner, fence, holds, prior and carried (quorum mode, see adopt.lua), q:<ticket>...}
 -- KEYS[2] fence hash {last}: the last fence minted
 -- KEYS[3] queue zset (ticket -> arrival, µs), KEYS[4] alive zset (ticket -> expiry, ms)
 -- Reply (always four integers) {1, fence, holds, ttlMs} when held by the caller,
@@ -93,6 +93,9 @@ if not cur[1] then
   -- took about 1 µs of an uncontended cycle (Redis 7.0).
   local newFence = string.format('%d', minted)
   redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', '1', seen, '1')
+  -- Quorum mode: the last fence this node knew before this hold, which adopt.lua checks: a hold
+  -- minted here after a later holder's fence must not take an earlier lease's fence.
+  if proposed then redis.call('HSET', lock, 'prior', string.format('%d', last)) end
   redis.call('PEXPIRE', lock, leaseMsText)
   redis.call('HSET', fenceKey, 'last', newFence)
   -- Kept fenceTtlMs past the moment this clock passes it: a fence minted ahead of the clock

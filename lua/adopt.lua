@@ -1,6 +1,6 @@
 -- Quorum mode: make sure this node never mints the quorum's fence or a lower one again, and give
 -- this node's hold that fence when the call that took the hold here asks.
--- KEYS[1] lock hash {..., carried}, KEYS[2] fence hash
+-- KEYS[1] lock hash {..., prior, carried}, KEYS[2] fence hash
 -- ARGV owner, ticket (of the attempt that took the hold), the fence this node gave that hold,
 --      the quorum's fence, fenceTtlMs, holds (the lease's count on the other nodes; optional)
 -- Reply {1, ttlMs} when the hold carries the quorum's fence, {0, 0} when it is not this call's
@@ -23,14 +23,16 @@ local keepMs = fenceTtlMs + math.max(0, math.ceil((last - (t[1] * 1000000 + t[2]
 if redis.call('PTTL', fenceKey) < keepMs then
   redis.call('PEXPIRE', fenceKey, keepMs)
 end
-local cur = redis.call('HMGET', lock, 'owner', 'fence', 'q:' .. ticket)
--- A retry finds the chosen fence already set.
-if cur[1] ~= owner or not cur[3] or (cur[2] ~= minted and cur[2] ~= chosen) then
+local cur = redis.call('HMGET', lock, 'owner', 'fence', 'q:' .. ticket, 'prior')
+-- A retry finds the chosen fence already set. A node that knew a later fence than the lease's before
+-- it minted this hold (the hold came late: a repair or a grant held up while another lease was
+-- taken) must not give the hold the lease's fence: the caller gives the hold back.
+if cur[1] ~= owner or not cur[3] or (cur[2] ~= minted and cur[2] ~= chosen) or (tonumber(cur[4]) or 0) > fence then
   return {0, 0}
 end
--- 'carried': the last fence this node had heard of when the hold took its fence, which may be below
--- it (a reentrant call keeps its lease's fence): acquire.lua tells a stale hold by a later one.
-redis.call('HSET', lock, 'fence', chosen, 'carried', last)
+-- 'carried': the latest fence the hold may be below, its own mint here (a reentrant call keeps its
+-- lease's fence): acquire.lua tells a stale hold by a later one, so none minted since may count.
+redis.call('HSET', lock, 'fence', chosen, 'carried', string.format('%d', math.max(fence, tonumber(minted))))
 -- A hold served afresh for a reentrant call counts as the lease's others do: releasing one of
 -- two holds must not take the lock off this node alone.
 local holds = tonumber(ARGV[6] or 0)

@@ -82,7 +82,7 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
     const others = grants.filter((g) => !carries(g));
     if (!others.length) return carrying;
     // Sent to all of them even when enough carry it: a node with another fence fails every heartbeat.
-    const adopts = others.map((g) => adopt(g.node, g.fence));
+    const adopts = others.map((g) => adoptOrGiveBack(name, ticket, g.node, g.fence, adopt));
     const answers = await gather(adopts, (so) => carrying.length + count(so, isGrant) >= majority);
     const adopted = others.filter((_, i) => {
       const answer = answers[i];
@@ -120,9 +120,20 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
       late.track(owner, fence, call, ([granted, minted, counted], released) => {
         if (granted !== 1) return adopt(node, 0);
         if (released) return nodes[node]!(scripts.leave, name, [ticket], "");
-        return minted === fence && counted >= holds ? Promise.resolve() : adopt(node, minted);
+        return minted === fence && counted >= holds ? Promise.resolve() : adoptOrGiveBack(name, ticket, node, minted, adopt);
       });
     });
+  }
+
+  /**
+   * Gives the hold this attempt took on `node` the lease's fence; a hold the node may not give it
+   * (one minted after the node heard of a later fence, see adopt.lua) goes back.
+   */
+  function adoptOrGiveBack(name: string, ticket: string, node: number, minted: number, adopt: Adopt): Promise<Integers> {
+    const adopting = adopt(node, minted);
+    const leaveUnlessAdopted = async ([adopted]: Integers) => void (adopted === 1 || (await nodes[node]!(scripts.leave, name, [ticket], "")));
+    adopting.then(leaveUnlessAdopted).catch(() => undefined);
+    return adopting;
   }
 }
 

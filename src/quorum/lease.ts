@@ -57,13 +57,13 @@ function repair(run: Run, lease: HeldLease, leaseMs: number, holds: number): voi
     .then(async ([granted, minted, counted]) => {
       if (granted !== 1) return;
       // It joined a hold this node kept for the owner under another fence: adopt gives that hold the
-      // lease's fence and holds, and leave takes back the one this join added.
+      // lease's fence and holds, and leave takes back the one this join added. A hold the node may
+      // not give the lease's fence (it came too late, see adopt.lua) is taken back too.
       const joined = counted > 1;
       const target = joined ? holds + 1 : holds;
-      if (minted !== lease.fence || counted < target) {
-        await run(scripts.adopt, lease.name, [lease.owner, ticket, minted, lease.fence, fenceTtlMs, target], lease.owner);
-      }
-      if (joined) await run(scripts.leave, lease.name, [ticket], "");
+      const adopt = () => run(scripts.adopt, lease.name, [lease.owner, ticket, minted, lease.fence, fenceTtlMs, target], lease.owner);
+      const [adopted] = minted !== lease.fence || counted < target ? await adopt() : [1];
+      if (joined || adopted !== 1) await run(scripts.leave, lease.name, [ticket], "");
     })
     .catch(() => undefined);
 }

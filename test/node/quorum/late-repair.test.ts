@@ -70,6 +70,6 @@ describe("a late repair in quorum mode", () => {
     await released;
     o[2]!.steer = undefined;
     const again = await ours.tryAcquire("r", { owner: first.owner });
-    if (again) expect(again.fence).toBeGreaterThan(between.fence);
+    expect(again?.fence).toBeGreaterThan(between.fence);
   });
 });
