@@ -15,7 +15,7 @@ export interface GuardFetchOptions<Env> {
   waitMs?: number;
   /** Lease length for these requests (default: the lock set's leaseMs). */
   leaseMs?: number;
-  /** "push": a waiting request is handed the lock by the holder's release (see lockGuard); default "poll". */
+  /** "push" (default on one Redis): a waiting request is handed the lock by the holder's release (see lockGuard); or "poll". */
   wake?: "poll" | "push";
   /** "await" (default) releases before the response is returned; "waitUntil" releases in the background. */
   release?: "await" | "waitUntil";

@@ -25,8 +25,8 @@ export interface LockGuardOptions<E extends Env = Env> {
   /** Lease length for this route; the lock set's default otherwise. */
   leaseMs?: number;
   /**
-   * "push": a waiting request listens on a SUBSCRIBE stream and the holder's release hands it the
-   * lock (a few ms rather than a poll's tens); "poll" (default) backs off and looks again.
+   * "push" (default on one Redis): a waiting request listens on a SUBSCRIBE stream and the holder's
+   * release hands it the lock (a few ms rather than a poll's tens); "poll" backs off and looks again.
    */
   wake?: "poll" | "push";
   /** "await" (default) releases before the response is sent; "waitUntil" releases in the background. */
