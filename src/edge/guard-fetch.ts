@@ -1,6 +1,6 @@
 // guardFetch (fencelock/worker): lockGuard for a plain Workers fetch handler, without Hono.
 import { LockConfigError } from "../core/errors.ts";
-import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, refusalResponse, type Refusal, type WaitUntil } from "./guard.ts";
+import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, lockSetOf, refusalResponse, type Refusal, type WaitUntil } from "./guard.ts";
 import { Lease } from "../lock/lease.ts";
 import type { Locks } from "../lock/locks.ts";
 
@@ -50,7 +50,7 @@ export function guardFetch<Env, Ctx extends WaitUntil = WaitUntil>(
   if (typeof handler !== "function") throw new LockConfigError("guardFetch", ["expected a handler function as the second argument"]);
   return async function guardedFetch(request, env, ctx) {
     const signal = settings.waitMs > 0 ? request.signal : undefined;
-    const entered = await enterGuard(locks(env), name(request, env), settings, signal, ctx);
+    const entered = await enterGuard(lockSetOf(locks(env), "guardFetch options"), name(request, env), settings, signal, ctx);
     if (!(entered instanceof Lease)) return onLocked(request, entered);
     let response: Response;
     try {

@@ -1,5 +1,5 @@
 // What lockGuard and guardFetch share: the lock per request, refusals, and the release once the body is sent.
-import { ClockBehindError, LockTimeoutError, LockUnavailableError } from "../core/errors.ts";
+import { ClockBehindError, LockConfigError, LockTimeoutError, LockUnavailableError } from "../core/errors.ts";
 import { guardOptionsSchema } from "./guard-options.ts";
 import type { Lease } from "../lock/lease.ts";
 import type { Locks } from "../lock/locks.ts";
@@ -30,6 +30,14 @@ export function guardSettings<O extends Partial<GuardSettings>>(options: O, what
   const checked = parseOptions(guardOptionsSchema, options, what) as unknown as O;
   const { waitMs = 0, leaseMs, wake, release = "await" } = checked;
   return { waitMs, leaseMs, wake, release, checked };
+}
+
+/** What a guard's locks option gave for a request: a lock set, or the app's mistake, thrown. */
+export function lockSetOf(locks: unknown, what: string): Locks {
+  if (typeof (locks as Partial<Locks> | null | undefined)?.acquire === "function") return locks as Locks;
+  // An async factory is the likely slip: createLocks needs no await.
+  const got = locks instanceof Promise ? "a Promise: createLocks needs no await" : typeof locks;
+  throw new LockConfigError(what, [`locks: expected a lock set from createLocks(), got ${got}`]);
 }
 
 /** The default refusal: application/problem+json, with Retry-After. */

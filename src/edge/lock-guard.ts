@@ -1,6 +1,6 @@
 // lockGuard (fencelock/hono): Hono middleware that lets one request at a time through, per lock name.
 import type { Context, Env, MiddlewareHandler } from "hono";
-import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, refusalResponse, type Refusal } from "./guard.ts";
+import { enterGuard, guardSettings, leaveGuard, leaveWhenSent, lockSetOf, refusalResponse, type Refusal } from "./guard.ts";
 import { Lease } from "../lock/lease.ts";
 import type { Locks } from "../lock/locks.ts";
 
@@ -56,7 +56,7 @@ export function lockGuard<E extends Env = Env>(
   const settings = guardSettings(options, "lockGuard options");
   const { locks, name, onLocked = refusalResponse } = settings.checked;
   return async function lockGuard(c, next) {
-    const lockSet = typeof locks === "function" ? locks(c) : locks;
+    const lockSet = lockSetOf(typeof locks === "function" ? locks(c) : locks, "lockGuard options");
     // The request's signal matters only while waiting, and reading it makes Deno print a warning.
     const signal = settings.waitMs > 0 ? c.req.raw.signal : undefined;
     const ctx = executionContext(c);

@@ -84,6 +84,21 @@ describe("lockGuard", () => {
     }
   });
 
+  it("says what is wrong when a locks factory returns no lock set, in lockGuard and guardFetch", async () => {
+    const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-async-locks") });
+    // An async factory: it returns a Promise of the lock set, which no request can fix.
+    const asyncLocks = (async () => locks) as unknown as () => typeof locks;
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.onError((error, c) => c.json({ error: `${error.name}: ${error.message}` }, 500));
+    app.post("/jobs", lockGuard({ locks: asyncLocks, name: () => "job" }), (c) => c.text("ran"));
+    const response = await app.request("/jobs", { method: "POST" });
+    expect(response.status).toBe(500);
+    const message = "locks: expected a lock set from createLocks(), got a Promise: createLocks needs no await";
+    expect(await response.json()).toEqual({ error: `LockConfigError: Invalid lockGuard options: ${message}` });
+    const handler = guardFetch({ locks: asyncLocks, name: () => "job" }, () => new Response("ran"));
+    await expect(handler(new Request("http://localhost/jobs"), {}, { waitUntil: () => undefined })).rejects.toThrow(`Invalid guardFetch options: ${message}`);
+  });
+
   it("refuses a name or locks that is not a function when it is built, rather than failing every request", () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-options-fn") });
     const store = createFencedStore({ redis: upstash(), prefix: uniquePrefix("guard-options-fn") });
