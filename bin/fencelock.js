@@ -6,7 +6,7 @@ const USAGE = `Usage: fencelock dev [--port N] [--host H] [--redis-url URL] [--t
                     [--max-connections N] [--max-streams N] [--headers-timeout-ms MS] [--request-timeout-ms MS]
 
   dev   Serve the Upstash REST protocol on http://127.0.0.1 for @upstash/redis, backed by
-        a private redis-server (or --redis-url), until Ctrl-C / SIGTERM.
+        a private redis-server (or --redis-url), until Ctrl-C / SIGTERM / SIGHUP.
 
 Options:
   --port N                 HTTP port, 1-65535 (default: a free port)
@@ -88,9 +88,9 @@ async function dev(args) {
   const { help, ...options } = parseDevOptions(args);
   if (help) return console.log(USAGE);
   // Listen before starting: a signal during startup still closes the server and its redis-server.
+  // SIGHUP too (a closed terminal or SSH session): Node would die of it without stopping redis-server.
   const stopRequested = new Promise((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.once(signal, resolve);
   });
   const { startLocalUpstash } = await loadLocal();
   const server = await startLocalUpstash(options);

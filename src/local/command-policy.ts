@@ -45,6 +45,9 @@ const HOW_TO_ALLOW = "allow admin commands with startLocalUpstash({ allowAdminCo
 
 /** Why the local server refuses this command, or undefined when it may run. */
 export function rejectionReason(command: Command, allowAdminCommands = false): string | undefined {
+  // Redis' names are ASCII. Another letter could pass the checks below and still reach Redis as a
+  // refused command: "ſelect" is sent upper-cased, as SELECT.
+  if (!/^[\x21-\x7e]+$/.test(command[0])) return "ERR unknown command: command names are ASCII";
   const name = command[0].toLowerCase();
   const reason = REJECTED.get(name) ?? subcommandReason(name, command);
   if (reason) return `ERR '${name}' is not supported by the local Upstash server: ${reason}`;
@@ -54,7 +57,7 @@ export function rejectionReason(command: Command, allowAdminCommands = false): s
 function subcommandReason(name: string, command: Command): string | undefined {
   const args = command.slice(1).map((arg) => arg.toString().toLowerCase());
   if ((name === "xread" || name === "xreadgroup") && args.includes("block")) return REASONS.blocking;
-  if (name === "client" && args[0] === "reply") return REASONS.state;
+  if ((name === "client" && args[0] === "reply") || (name === "script" && args[0] === "debug")) return REASONS.state;
   return undefined;
 }
 

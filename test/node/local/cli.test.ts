@@ -57,6 +57,17 @@ describe("fencelock dev", () => {
     await expect(probe.connect()).rejects.toThrow();
   });
 
+  it("exits 0 on SIGHUP (a closed terminal), stopping its redis-server", async () => {
+    const run = fencelock("dev");
+    await printedEnv(run);
+    const redisUrl = /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1];
+    run.child.kill("SIGHUP");
+    expect(await run.exited).toBe(0);
+    const probe = new Redis(redisUrl ?? "", { lazyConnect: true, retryStrategy: () => null });
+    probe.on("error", () => {});
+    await expect(probe.connect()).rejects.toThrow();
+  });
+
   it("uses --redis-url and --token, and exits 0 on SIGINT", async () => {
     const shared = inject("upstash");
     const run = fencelock("dev", "--redis-url", shared.redisUrl, "--token", "cli-token");

@@ -106,7 +106,7 @@ describe("request shapes", () => {
   });
 
   it.each([["SUBSCRIBE", "c"], ["MONITOR"], ["SELECT", "1"], ["QUIT"], ["BLPOP", "k", "0"], ["XREAD", "BLOCK", "0",
-    "STREAMS", "s", "$"], ["CLIENT", "REPLY", "OFF"], ["HELLO", "3"], ["MULTI"]])(
+    "STREAMS", "s", "$"], ["CLIENT", "REPLY", "OFF"], ["HELLO", "3"], ["MULTI"], ["SCRIPT", "DEBUG", "YES"]])(
     "refuses %s with 400 and keeps the shared connection usable",
     async (...command) => {
       const { status, json } = await rest("/", { body: command });
@@ -115,6 +115,24 @@ describe("request shapes", () => {
       expect((await rest("/", { body: ["PING"] })).json).toEqual({ result: "PONG" });
     },
   );
+});
+
+describe("command names", () => {
+  // "ſ" upper-cases to S and "ı" to I: checked as they came, these would reach Redis as SELECT, MULTI, SUBSCRIBE.
+  it.each([["ſelect", "1"], ["multı"], ["ſubſcribe", "c"], ["confıg", "GET", "bind"]])(
+    "refuses %s, a name outside ASCII, with 400 and runs nothing",
+    async (...command) => {
+      const { status, json } = await rest("/", { body: command });
+      expect({ status, json }).toEqual({ status: 400, json: { error: "ERR unknown command: command names are ASCII" } });
+      const k = key("ascii");
+      expect((await rest("/", { body: ["SET", k, "v"] })).json).toEqual({ result: "OK" });
+      expect((await rest("/", { body: ["GET", k] })).json).toEqual({ result: "v" });
+    },
+  );
+
+  it("refuses one in the path form too", async () => {
+    expect(await rest("/%C5%BFelect/1")).toMatchObject({ status: 400, json: { error: expect.stringMatching(/ASCII/) } });
+  });
 });
 
 describe("response encoding", () => {
