@@ -59,8 +59,9 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
       opts.signal?.throwIfAborted();
       throw error;
     } finally {
-      if (queued) leaveLine(name, ticket, opts.waitUntil, failure);
+      // Closed first: a waitUntil that throws must not leave the stream open.
       waiter.close?.();
+      if (queued) leaveLine(name, ticket, opts.waitUntil, failure);
     }
   }
 
@@ -75,7 +76,7 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
     if (!push) return { ticket: requestId, waiter: pollWaiter };
     // A push waiter's ticket carries what release.lua needs to take the lock on its behalf, and where to say so.
     const ticket = `${requestId}.${owner}.${leaseMs}.${leaseMs + RETRY_WINDOW_MS}.${push.address}`;
-    return { ticket, waiter: pushWaiter(push, requestId, owner) };
+    return { ticket, waiter: pushWaiter(push, requestId, owner, leaseMs) };
   }
 
   /**
@@ -91,8 +92,13 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
   /** Leaves the line, and gives back any hold taken for this call (see giveBackAfter), without making the caller wait. */
   function leaveLine(name: string, ticket: string, waitUntil: ((work: Promise<unknown>) => void) | undefined, failure: unknown): void {
     const left = giveBackAfter(failure, () => backend.leave(name, ticket)).catch(() => undefined);
-    // The runtime may stop a request's work once it answers: this must still reach Redis.
-    waitUntil?.(left);
+    // The runtime may stop a request's work once it answers: this must still reach Redis. A
+    // waitUntil that throws (Workers' ctx.waitUntil passed unbound) must not replace the call's outcome.
+    try {
+      waitUntil?.(left);
+    } catch {
+      // the request is still on its way
+    }
   }
 
   return acquireWithin;

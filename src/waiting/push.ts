@@ -21,13 +21,15 @@ export const pollWaiter: Waiter = {
  * to that waiter alone, which saves it a request. Registered before the first attempt, so that while
  * the lock set's stream is live every handover after an attempt reaches the waiter; when it was not
  * live (opening, or lost since), the waiter attempts again once it is, and polls until then.
- * Without a message a waiter looks 50 ms after the TTL, and at least every second to keep its place.
+ * Without a message a waiter looks 50 ms after the TTL, and at least every second to keep its place
+ * (every half leaseMs, for a shorter lease).
  */
-export function pushWaiter(channel: WakeChannel, ticket: string, owner: string): Required<Waiter> {
+export function pushWaiter(channel: WakeChannel, ticket: string, owner: string, leaseMs: number): Required<Waiter> {
   const member = channel.join(ticket, owner);
   return {
     async pause(tries, busy, budgetMs, signal) {
-      const refreshMs = QUEUE_ALIVE_MS / 2;
+      // Within half its leaseMs too: a handover whose message was lost holds the lock that long.
+      const refreshMs = Math.min(QUEUE_ALIVE_MS / 2, leaseMs / 2);
       // 50 ms past the TTL, as retryDelayMs. Promised to an earlier waiter (0): until a message or
       // the refresh. This call's hold came too late (-1): no message will come, so in 49 ms.
       const waitMs = Math.min(busy.busyForMs ? busy.busyForMs + MIN_RETRY_MS : refreshMs, refreshMs, budgetMs);

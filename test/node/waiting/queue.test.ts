@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Lease } from "../../../src/index.ts";
+import { createLocks, type Lease, type RedisClient } from "../../../src/index.ts";
+import type { WakeSubscriber } from "../../../src/core/client.ts";
 import { lockKeys } from "../../support/lock-keys.ts";
 import * as scripts from "../../../src/redis/scripts.gen.ts";
 import { sleep } from "../../../src/waiting/backoff.ts";
@@ -106,6 +107,31 @@ describe("the queue", () => {
     await Promise.all(handed);
     expect((await lockSet(prefix).inspect("door")).waiters).toBe(0);
     await expect(lockSet(prefix).acquire("door", { waitUntil: "ctx" as never })).rejects.toThrow(/waitUntil: expected a function/);
+    await holder.release();
+  });
+
+  // Workers' ctx.waitUntil passed unbound throws "Illegal invocation" when called.
+  it("answers its own error when waitUntil throws, and closes what it opened", async () => {
+    const prefix = uniquePrefix("wait-until-throws");
+    const holder = await lockSet(prefix).acquire("door");
+    const real = upstash();
+    const open = new Set<WakeSubscriber>();
+    const client: RedisClient = {
+      evalsha: (sha1, keys, args) => real.evalsha(sha1, keys, args),
+      eval: (script, keys, args) => real.eval(script, keys, args),
+      subscribe(channel) {
+        const stream = real.subscribe(channel);
+        open.add(stream);
+        return { on: (type, listener) => stream.on(type, listener), unsubscribe: () => (open.delete(stream), stream.unsubscribe()) };
+      },
+    };
+    const waitUntil = () => {
+      throw new TypeError("Illegal invocation");
+    };
+    const waiting = createLocks({ redis: client, prefix }).acquire("door", { waitMs: 1_500, wake: "push", waitUntil });
+    await expect(waiting).rejects.toThrow(/stayed busy/);
+    await until(async () => open.size === 0, 5_000);
+    await until(async () => (await lockSet(prefix).inspect("door")).waiters === 0, 3_000);
     await holder.release();
   });
 });

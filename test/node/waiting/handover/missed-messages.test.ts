@@ -47,6 +47,23 @@ describe("release hands the lock to the push waiter first in line", () => {
     expect((await lockSet(prefix).inspect("gate")).held).toBe(false);
   });
 
+  // The handover's hold lasts the waiter's leaseMs: it must look again before that, however short.
+  it("with a lease under a second, still finds the handover on its next attempt, ahead of a later waiter", async () => {
+    const prefix = uniquePrefix("grant-lost-short");
+    const holder = await lockSet(prefix).acquire("gate");
+    const { client, attempts, heldBack } = await lateMessages(); // its messages never arrive
+    const order: string[] = [];
+    const first = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 8_000, wake: "push", leaseMs: 300 })
+      .then((lease) => (order.push("first"), lease.release()));
+    await until(async () => attempts.n === 2, 3_000);
+    const second = lockSet(prefix).acquire("gate", { waitMs: 8_000, wake: "poll" }).then((lease) => (order.push("second"), lease.release()));
+    await until(async () => (await lockSet(prefix).inspect("gate")).waiters === 2, 3_000);
+    await holder.release();
+    await until(async () => heldBack.length === 1, 3_000);
+    await Promise.all([first, second]);
+    expect(order).toEqual(["first", "second"]);
+  });
+
   it("never takes a handover that lapsed before its last attempt, however late the message", async () => {
     const prefix = uniquePrefix("grant-late");
     const holder = await lockSet(prefix).acquire("gate");

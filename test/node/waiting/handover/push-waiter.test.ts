@@ -8,6 +8,8 @@ import { pushWaiter } from "../../../../src/waiting/push.ts";
 import { wakeChannels } from "../../../../src/waiting/wake-channels.ts";
 
 const OWNER = "a".repeat(32);
+/** A lock set's default leaseMs: no effect on how often a waiter looks. */
+const LEASE_MS = 10_000;
 const TICKET = "7".repeat(32);
 const unused = () => Promise.reject(new Error("no script runs in these tests"));
 
@@ -40,7 +42,7 @@ const busy = { busyForMs: 5_000, position: 0 };
 
 describe("a push waiter's messages", () => {
   const heard = async (...messages: string[]) => {
-    const waiter = pushWaiter(wakeChannels(fakeClient({ messages }).redis, () => undefined)("k"), TICKET, OWNER);
+    const waiter = pushWaiter(wakeChannels(fakeClient({ messages }).redis, () => undefined)("k"), TICKET, OWNER, LEASE_MS);
     await waiter.pause(0, busy, 1_000); // opens the stream, and returns to attempt once it is live
     const started = performance.now();
     const fence = await waiter.pause(1, busy, 1_000);
@@ -66,7 +68,7 @@ describe("a lock set's stream", () => {
   it("is one for all the lock set's waiters, on the channel named by the id their tickets carry", async () => {
     const { redis, seen } = fakeClient();
     const channel = wakeChannels(redis, () => undefined)("k");
-    const waiters = ["1", "2", "3"].map((digit) => pushWaiter(channel, digit.repeat(32), OWNER));
+    const waiters = ["1", "2", "3"].map((digit) => pushWaiter(channel, digit.repeat(32), OWNER, LEASE_MS));
     await Promise.all(waiters.map((waiter, tries) => waiter.pause(tries, busy, 50)));
     expect(seen.subscribed).toBe(1);
     expect([...seen.channels]).toEqual([`fencelock.${channel.address}`]);
@@ -82,7 +84,7 @@ describe("a lock set's stream", () => {
     expect(channelFor("p:{a}:lock")).toBe(a);
     const id = a.address.slice(0, 32);
     expect([a.address, b.address]).toEqual([`${id}.s`, `${id}.s`]);
-    const waiters = [pushWaiter(a, "1".repeat(32), OWNER), pushWaiter(b, "2".repeat(32), OWNER)];
+    const waiters = [pushWaiter(a, "1".repeat(32), OWNER, LEASE_MS), pushWaiter(b, "2".repeat(32), OWNER, LEASE_MS)];
     await Promise.all(waiters.map((waiter) => waiter.pause(0, busy, 50).then(() => waiter.close())));
     // The lock key from its hash tag on: the same slot, whatever prefix the client adds to keys.
     expect([...seen.channels]).toEqual([`fencelock.${id}:{a}:lock`, `fencelock.${id}:{b}:lock`]);
@@ -95,7 +97,7 @@ describe("a lock set's stream", () => {
     const { redis, seen } = fakeClient();
     const channelFor = wakeChannels({ ...redis, subscribe: undefined, ssubscribe: redis.subscribe }, () => undefined);
     const first = channelFor("p:{a}:lock");
-    pushWaiter(first, TICKET, OWNER).close();
+    pushWaiter(first, TICKET, OWNER, LEASE_MS).close();
     // A fresh one: the lock set keeps none for locks nobody waits on.
     expect(channelFor("p:{a}:lock")).not.toBe(first);
     expect(seen.subscribed).toBe(0);
@@ -104,7 +106,7 @@ describe("a lock set's stream", () => {
   it("is opened afresh every minute beside the old one, and closed 2 s after its last waiter leaves", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const { redis, seen } = fakeClient();
-    const waiter = pushWaiter(wakeChannels(redis, () => undefined)("k"), TICKET, OWNER);
+    const waiter = pushWaiter(wakeChannels(redis, () => undefined)("k"), TICKET, OWNER, LEASE_MS);
     // A wait of 70 s: one pause a second, as a waiter with no message sleeps.
     for (let tries = 0; tries < 70; tries++) {
       const paused = waiter.pause(tries, busy, 600_000);
@@ -124,7 +126,7 @@ describe("a lock set's stream", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const { redis, seen } = fakeClient({ fail: (stream) => stream === 2 });
     const channel = wakeChannels(redis, () => undefined)("k");
-    const waiter = pushWaiter(channel, TICKET, OWNER);
+    const waiter = pushWaiter(channel, TICKET, OWNER, LEASE_MS);
     for (let tries = 0; tries < 90; tries++) {
       const paused = waiter.pause(tries, busy, 600_000);
       await vi.advanceTimersByTimeAsync(1_000);
@@ -139,7 +141,7 @@ describe("a lock set's stream", () => {
   it("leaves no timer behind a wait that never opened one, as an uncontended acquire's", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const { redis, seen } = fakeClient();
-    pushWaiter(wakeChannels(redis, () => undefined)("k"), TICKET, OWNER).close();
+    pushWaiter(wakeChannels(redis, () => undefined)("k"), TICKET, OWNER, LEASE_MS).close();
     expect(vi.getTimerCount()).toBe(0);
     expect(seen.subscribed).toBe(0);
   });
@@ -148,7 +150,7 @@ describe("a lock set's stream", () => {
     const { redis, seen } = fakeClient({ fail: true });
     const warnings: string[] = [];
     const channel = wakeChannels(redis, (message) => warnings.push(message))("k");
-    const waiter = pushWaiter(channel, TICKET, OWNER);
+    const waiter = pushWaiter(channel, TICKET, OWNER, LEASE_MS);
     for (let tries = 0; tries < 4; tries++) await waiter.pause(tries, busy, 60);
     expect(seen.subscribed).toBe(1);
     expect(channel.keepOpen()).toBe(false);
