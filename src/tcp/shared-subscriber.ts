@@ -79,11 +79,16 @@ export function sharedSubscriber(connect: () => SubscriberConnection): (channel:
     // Confirmed per stream, after the caller has added its listeners.
     connected().subscribe(channel).then(
       () => set.has(stream) && stream.emit("subscribe", { channel }),
-      (error: unknown) => set.has(stream) && stream.emit("error", error),
+      (error: unknown) => set.has(stream) && stream.emit("error", withAclHint(error)),
     );
     return {
       on: (type, listener) => void listeners.set(type, [...(listeners.get(type) ?? []), listener]),
       unsubscribe: () => closeStream(channel, stream),
     };
   };
+}
+
+/** Redis 7 gives a new ACL user no channels: a refused SUBSCRIBE says which to grant. */
+function withAclHint(error: unknown): unknown {
+  return /NOPERM/.test(String(error)) ? new Error(`${String(error)}; grant this Redis user the channels fencelock.* (ACL rule &fencelock.*)`) : error;
 }

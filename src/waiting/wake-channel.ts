@@ -7,11 +7,13 @@ import type { WakeSubscriber } from "../core/client.ts";
 const REFRESH_MS = 60_000;
 /** After a stream failed before it confirmed, waits poll this long before another is tried. */
 const COOLDOWN_MS = 60_000;
+/** On Workers a stream belongs to the request that opened it, and nothing may outlive a request. */
+export const ON_WORKERS = globalThis.navigator?.userAgent === "Cloudflare-Workers";
 /**
  * How long a stream outlives its last waiter, so that the next wait finds it open: a new stream
- * costs a new connection. Zero on Workers, where nothing may outlive the request.
+ * costs a new connection. Zero on Workers.
  */
-const IDLE_MS = globalThis.navigator?.userAgent === "Cloudflare-Workers" ? 0 : 2_000;
+const IDLE_MS = ON_WORKERS ? 0 : 2_000;
 
 /** One waiter's place on the channel. */
 export interface Member {
@@ -84,8 +86,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     if (stream === pending) {
       pending = undefined;
       failedAt = performance.now();
-      const hint = /NOPERM/.test(String(event)) ? "; grant this Redis user the channels fencelock.* (ACL rule &fencelock.*)" : "";
-      warn(`a SUBSCRIBE stream for push wake-ups failed (${String(event)})${hint}; waits poll until one opens, tried again every ${COOLDOWN_MS / 1000} s`);
+      warn(`a SUBSCRIBE stream for push wake-ups failed (${String(event)}); waits poll until one opens, tried again every ${COOLDOWN_MS / 1000} s`);
     } else if (stream === live) {
       live = undefined;
       epoch++;

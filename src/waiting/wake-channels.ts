@@ -1,7 +1,7 @@
 // Which channel a lock's push waiters listen on: one per lock set, or on a Cluster one per lock.
 import type { RedisClient, WakeSubscriber } from "../core/client.ts";
 import { newToken } from "../core/keys.ts";
-import { wakeChannel, type WakeChannel } from "./wake-channel.ts";
+import { ON_WORKERS, wakeChannel, type WakeChannel } from "./wake-channel.ts";
 
 /** The wake channel of the lock whose lock key is given. */
 export type ChannelFor = (lockKey: string) => WakeChannel;
@@ -9,12 +9,16 @@ export type ChannelFor = (lockKey: string) => WakeChannel;
 /**
  * A lock set's wake channels. With `ssubscribe` (Redis Cluster), each lock waited on gets a shard
  * channel in its own slot, so a handover travels to one node's subscribers instead of every node;
- * otherwise one channel serves all the lock set's locks. release.lua reads which from the ticket.
+ * otherwise one channel serves all the lock set's locks (on Workers, each wait). release.lua reads
+ * which from the ticket.
  */
 export function wakeChannels(redis: RedisClient, warn: (message: string) => void): ChannelFor {
   const id = newToken();
   if (!redis.ssubscribe) {
-    const shared = wakeChannel({ address: id, open: () => opened(() => redis.subscribe?.(`fencelock.${id}`), warn) }, warn);
+    const channelAt = (address: string) => wakeChannel({ address, open: () => opened(() => redis.subscribe?.(`fencelock.${address}`), warn) }, warn);
+    // On Workers each wait has a channel of its own: a stream another request opened ends with it.
+    if (ON_WORKERS) return () => channelAt(newToken());
+    const shared = channelAt(id);
     return () => shared;
   }
   const perLock = new Map<string, WakeChannel>();

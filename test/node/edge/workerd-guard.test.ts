@@ -142,6 +142,21 @@ describe("push wake-ups in workerd", () => {
   });
 });
 
+describe("concurrent waits on one lock set in workerd", () => {
+  // A stream belongs to the request that opened it: a wait that rode on another's would miss its handover.
+  it("hands the lock to a request that waits while another one's wait is open, on a stream of its own", async () => {
+    const holders = [post("/jobs/d3?holdMs=600"), post("/jobs/d4?holdMs=1500")];
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const first = post("/shared/d3");
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const second = (await (await post("/shared/d4")).json()) as { fence: number; attempts: number; streams: number };
+    expect((await first).status).toBe(200);
+    const [, h] = (await Promise.all(holders.map(async (holder) => (await holder).json()))) as { fence: number }[];
+    expect(second.fence).toBeGreaterThan(h!.fence);
+    expect(second.streams).toBe(1);
+  });
+});
+
 describe("guardFetch in workerd", () => {
   it("releases after a throwing handler (in the background via waitUntil)", async () => {
     expect((await worker.fetch("/plain/c1", { method: "DELETE" })).status).toBe(500);
