@@ -124,9 +124,10 @@ function update(row: Row, set: [string, SqlValue | SqlExpression][], where: SqlE
   const value = (v: SqlValue | SqlExpression) => (isSqlExpression(v) ? `(${renderExpression(v, bind)})` : bind(v));
   const assignments = set.map(([column, v]) => `${column} = ${value(v)}, `).join("");
   // Fenced row by row, a key that matched several rows could write one under a fence another
-  // has seen exceeded: such a key writes none (the report says why). A NULL fence counts as 0.
+  // has seen exceeded: such a key writes none (the report says why). A NULL fence counts as 0. CAST:
+  // COALESCE drops the column's type, and SQLite sorts any number below text a driver may bind.
   let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bind(row.fence)} WHERE ${match(row, bind)}` +
-    ` AND COALESCE(${FENCE}, 0) <= ${bind(row.fence)} AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
+    ` AND COALESCE(${FENCE}, 0) <= CAST(${bind(row.fence)} AS BIGINT) AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
   if (where !== undefined) text += ` AND (${renderExpression(where, bind)})`;
   return { text: text + ACCEPTED, params };
 }

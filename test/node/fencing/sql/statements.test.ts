@@ -16,13 +16,13 @@ describe("fenced SQL text", () => {
   it("renders Postgres placeholders $1..$n in the order the parameters appear", () => {
     expect(fencedWriteSql(ticket, "$n")).toEqual({
       text: 'UPDATE "events" SET "sold_to" = $1, "remaining" = (remaining - $2), "fence" = $3 ' +
-        'WHERE "id" = $4 AND COALESCE("fence", 0) <= $5 AND (SELECT COUNT(*) FROM "events" WHERE "id" = $6) = 1 ' +
+        'WHERE "id" = $4 AND COALESCE("fence", 0) <= CAST($5 AS BIGINT) AND (SELECT COUNT(*) FROM "events" WHERE "id" = $6) = 1 ' +
         `AND (remaining >= $7 AND status = 'open') RETURNING 1`,
       params: ["ada", 2, F, "evt-1", F, "evt-1", 2],
     });
     expect(fencedWriteSql(ticket).text).toBe(
       'UPDATE "events" SET "sold_to" = ?, "remaining" = (remaining - ?), "fence" = ? ' +
-        'WHERE "id" = ? AND COALESCE("fence", 0) <= ? AND (SELECT COUNT(*) FROM "events" WHERE "id" = ?) = 1 ' +
+        'WHERE "id" = ? AND COALESCE("fence", 0) <= CAST(? AS BIGINT) AND (SELECT COUNT(*) FROM "events" WHERE "id" = ?) = 1 ' +
         `AND (remaining >= ? AND status = 'open') RETURNING 1`,
     );
   });
@@ -36,7 +36,7 @@ describe("fenced SQL text", () => {
       params: ["t1", 7, "hi", F],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F }, "$n")).toEqual({
-      text: 'UPDATE "docs" SET "fence" = $1 WHERE "id" = $2 AND COALESCE("fence", 0) <= $3 AND (SELECT COUNT(*) FROM "docs" WHERE "id" = $4) = 1 RETURNING 1',
+      text: 'UPDATE "docs" SET "fence" = $1 WHERE "id" = $2 AND COALESCE("fence", 0) <= CAST($3 AS BIGINT) AND (SELECT COUNT(*) FROM "docs" WHERE "id" = $4) = 1 RETURNING 1',
       params: [F, 7, F, 7],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F, upsert: true }).text).toBe(
