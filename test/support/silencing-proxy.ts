@@ -1,5 +1,6 @@
-// A TCP proxy in front of a Redis that can silence its subscriber connections: they stay open but
-// pass nothing either way, as when a NAT or load balancer forgets a connection without a word.
+// A TCP proxy in front of a Redis that can silence its subscriber connections (they stay open but
+// pass nothing either way, as when a NAT or load balancer forgets a connection without a word), or
+// hold back what Redis sends on them, as a slow or distant node would.
 import { connect, createServer, type Server, type Socket } from "node:net";
 
 interface Link {
@@ -11,6 +12,8 @@ interface Link {
 export class SilencingProxy {
   readonly #server: Server;
   readonly #links = new Set<Link>();
+  /** How long Redis' replies on subscriber connections are held back. */
+  subscriberDelayMs = 0;
 
   private constructor(server: Server, targetPort: number) {
     this.#server = server;
@@ -45,10 +48,15 @@ export class SilencingProxy {
     const link: Link = { subscriber: false, silent: false, sockets: [client, server] };
     this.#links.add(link);
     client.on("data", (data: Buffer) => {
-      if (/subscribe/i.test(data.toString("latin1"))) link.subscriber = true;
+      // A SUBSCRIBE command, not a key or value that spells the word.
+      if (/^\*\d+\r\n\$\d+\r\n[sp]?subscribe\r\n/im.test(data.toString("latin1"))) link.subscriber = true;
       if (!link.silent) server.write(data);
     });
-    server.on("data", (data: Buffer) => void (!link.silent && client.write(data)));
+    server.on("data", (data: Buffer) => {
+      if (link.silent) return;
+      if (link.subscriber && this.subscriberDelayMs) setTimeout(() => client.write(data), this.subscriberDelayMs);
+      else client.write(data);
+    });
     for (const [from, to] of [[client, server], [server, client]] as const) {
       from.on("error", () => to.destroy());
       from.on("close", () => (to.destroy(), this.#links.delete(link)));
