@@ -2,6 +2,8 @@
 // pass nothing either way, as when a NAT or load balancer forgets a connection without a word), or
 // hold back what Redis sends on them, as a slow or distant node would.
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { afterAll, beforeAll } from "vitest";
+import { startRedisServer, type RedisServer } from "../../src/local/index.ts";
 
 interface Link {
   subscriber: boolean;
@@ -62,4 +64,18 @@ export class SilencingProxy {
       from.on("close", () => (to.destroy(), this.#links.delete(link)));
     }
   }
+}
+
+/** A private redis-server behind a proxy, for one test file: started before its tests, stopped after. */
+export function serverBehindProxy(): { server: RedisServer; proxy: SilencingProxy } {
+  const rig = {} as { server: RedisServer; proxy: SilencingProxy };
+  beforeAll(async () => {
+    rig.server = await startRedisServer();
+    rig.proxy = await SilencingProxy.start(Number(new URL(rig.server.url).port));
+  });
+  afterAll(async () => {
+    await rig.proxy?.close();
+    await rig.server?.stop();
+  });
+  return rig;
 }

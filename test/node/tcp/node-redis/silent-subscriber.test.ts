@@ -2,23 +2,13 @@
 // channel it already has without asking the server, so the fresh stream a lock set opens every
 // minute must prove the connection answers, or a new connection must take over.
 import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { WakeSubscriber } from "../../../../src/core/client.ts";
-import { startRedisServer, type RedisServer } from "../../../../src/local/index.ts";
 import { fromNodeRedis } from "../../../../src/node-redis.ts";
-import { SilencingProxy } from "../../../support/silencing-proxy.ts";
+import { serverBehindProxy } from "../../../support/silencing-proxy.ts";
 import { until } from "../../../support/until.ts";
 
-let server: RedisServer;
-let proxy: SilencingProxy;
-beforeAll(async () => {
-  server = await startRedisServer();
-  proxy = await SilencingProxy.start(Number(new URL(server.url).port));
-});
-afterAll(async () => {
-  await proxy?.close();
-  await server?.stop();
-});
+const rig = serverBehindProxy();
 
 /** A stream on `channel`, and what it has said so far. */
 function watched(subscribe: (channel: string) => WakeSubscriber, channel: string) {
@@ -32,12 +22,12 @@ function watched(subscribe: (channel: string) => WakeSubscriber, channel: string
 
 describe("fromNodeRedis with a silent subscriber connection", () => {
   it("does not confirm a fresh stream on it: the streams hear of a drop, and the next one gets a new connection", async () => {
-    const client = await createClient({ url: proxy.url }).on("error", () => {}).connect();
-    const publisher = await createClient({ url: server.url }).on("error", () => {}).connect();
+    const client = await createClient({ url: rig.proxy.url }).on("error", () => {}).connect();
+    const publisher = await createClient({ url: rig.server.url }).on("error", () => {}).connect();
     const subscribe = fromNodeRedis(client).subscribe!;
     const first = watched(subscribe, "fencelock.silent");
     await until(async () => first.seen.confirmed, 5_000);
-    expect(proxy.silenceSubscribers()).toBe(1);
+    expect(rig.proxy.silenceSubscribers()).toBe(1);
     // What a lock set does every minute: a fresh stream beside the old one.
     const refresh = watched(subscribe, "fencelock.silent");
     await until(async () => refresh.seen.confirmed || refresh.seen.errors.length > 0, 20_000);
