@@ -92,10 +92,13 @@ if not cur[1] then
   -- Numbers go to redis.call as text where they can: it formats a Lua number with %.17g, which
   -- took about 1 µs of an uncontended cycle (Redis 7.0).
   local newFence = string.format('%d', minted)
-  redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', '1', seen, '1')
-  -- Quorum mode: the last fence this node knew before this hold, which adopt.lua checks: a hold
-  -- minted here after a later holder's fence must not take an earlier lease's fence.
-  if proposed then redis.call('HSET', lock, 'prior', string.format('%d', last)) end
+  if proposed then
+    -- Quorum mode: also the last fence this node knew before this hold, which adopt.lua checks: a
+    -- hold minted here after a later holder's fence must not take an earlier lease's fence.
+    redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', '1', seen, '1', 'prior', string.format('%d', last))
+  else
+    redis.call('HSET', lock, 'owner', owner, 'fence', newFence, 'holds', '1', seen, '1')
+  end
   redis.call('PEXPIRE', lock, leaseMsText)
   redis.call('HSET', fenceKey, 'last', newFence)
   -- Kept fenceTtlMs past the moment this clock passes it: a fence minted ahead of the clock

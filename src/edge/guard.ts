@@ -1,6 +1,6 @@
 // What lockGuard and guardFetch share: the lock per request, refusals, and the release once the body is sent.
 import { ClockBehindError, LockConfigError, LockTimeoutError, LockUnavailableError } from "../core/errors.ts";
-import { guardOptionsSchema } from "./guard-options.ts";
+import { guardOptionsSchema, hasMethod } from "./guard-options.ts";
 import type { Lease } from "../lock/lease.ts";
 import type { Locks } from "../lock/locks.ts";
 import { parseOptions } from "../core/options.ts";
@@ -32,9 +32,9 @@ export function guardSettings<O extends Partial<GuardSettings>>(options: O, what
   return { waitMs, leaseMs, wake, release, checked };
 }
 
-/** What a guard's locks option gave for a request: a lock set, or the app's mistake, thrown. */
+/** What a guard's locks factory gave for a request: a lock set, or the app's mistake, thrown. */
 export function lockSetOf(locks: unknown, what: string): Locks {
-  if (typeof (locks as Partial<Locks> | null | undefined)?.acquire === "function") return locks as Locks;
+  if (hasMethod(locks, "acquire")) return locks as Locks;
   // An async factory is the likely slip: createLocks needs no await.
   const got = locks instanceof Promise ? "a Promise: createLocks needs no await" : typeof locks;
   throw new LockConfigError(what, [`locks: expected a lock set from createLocks(), got ${got}`]);

@@ -56,7 +56,8 @@ export function lockGuard<E extends Env = Env>(
   const settings = guardSettings(options, "lockGuard options");
   const { locks, name, onLocked = refusalResponse } = settings.checked;
   return async function lockGuard(c, next) {
-    const lockSet = lockSetOf(typeof locks === "function" ? locks(c) : locks, "lockGuard options");
+    // A lock set given as it is was checked when the guard was built.
+    const lockSet = typeof locks === "function" ? lockSetOf(locks(c), "lockGuard options") : locks;
     // The request's signal matters only while waiting, and reading it makes Deno print a warning.
     const signal = settings.waitMs > 0 ? c.req.raw.signal : undefined;
     const ctx = executionContext(c);

@@ -60,8 +60,6 @@ export class SubscriberGroup implements SubscriberConnection {
   readonly #sharded: boolean;
   readonly #nodes = new Map<string, Node>();
   readonly #channels = new Map<string, Node>();
-  /** Channels asked for and not given up since: a confirmation that comes after the give-up unsubscribes. */
-  readonly #wanted = new Set<string>();
   readonly #messageListeners: ((channel: string, message: string) => void)[] = [];
   readonly #dropListeners: ((reason: string, channels: readonly string[]) => void)[] = [];
   #closed = false;
@@ -72,23 +70,17 @@ export class SubscriberGroup implements SubscriberConnection {
   }
 
   async subscribe(channel: string): Promise<void> {
-    this.#wanted.add(channel);
     for (let tries = 1; ; tries++) {
       const target = await this.#router.route(channel);
       if (this.#closed) throw new Error("the subscriber connection was closed");
       const node = this.#connection(target.node, target.connect);
-      if (await this.#confirmed(node, channel)) {
-        this.#channels.set(channel, node);
-        if (!this.#wanted.has(channel)) await this.unsubscribe(channel);
-        return;
-      }
+      if (await this.#confirmed(node, channel)) return void this.#channels.set(channel, node);
       if (tries === MAX_MOVED) throw new Error(`SSUBSCRIBE ${channel} was answered MOVED ${MAX_MOVED} times`);
       await this.#router.refresh();
     }
   }
 
   unsubscribe(channel: string): Promise<unknown> {
-    this.#wanted.delete(channel);
     const node = this.#channels.get(channel);
     this.#channels.delete(channel);
     if (!node) return Promise.resolve();

@@ -77,8 +77,13 @@ export function sharedSubscriber(connect: () => SubscriberConnection): (channel:
     const set = streams.get(channel) ?? new Set<Stream>();
     streams.set(channel, set.add(stream));
     // Confirmed per stream, after the caller has added its listeners.
-    connected().subscribe(channel).then(
-      () => set.has(stream) && stream.emit("subscribe", { channel }),
+    const opened = connected();
+    opened.subscribe(channel).then(
+      () => {
+        if (set.has(stream)) return stream.emit("subscribe", { channel });
+        // Every stream on the channel closed while it was subscribing (a slow node): it goes now.
+        if (!streams.has(channel) && connection === opened) opened.unsubscribe(channel).catch(() => undefined);
+      },
       (error: unknown) => set.has(stream) && stream.emit("error", withAclHint(error)),
     );
     return {
