@@ -102,3 +102,24 @@ describe("a client 1 hour ahead takes the lock, then a node is stopped", () => {
     await next.release();
   });
 });
+
+// A client whose clock is behind an earlier holder's proposes a lower fence: the nodes' last fences
+// must outlast that gap, and a node that has forgotten one must still mint above it.
+describe("a client 2 minutes ahead takes the lock, and a client with a true clock comes after", () => {
+  it.each([
+    ["10 minutes pass on the nodes", 600_000],
+    ["2 hours pass on the nodes, past when they forget the fence", 2 * HOUR_MS],
+  ])("the next fence is higher when %s", async (_, passMs, ctx) => {
+    const rig = await shiftedNodes(ctx, 3, { 0: 0, 1: 0, 2: 0 });
+    const prefix = uniquePrefix("client-behind");
+    const locks = rig.locks(prefix);
+    const first = await asClientAhead(120_000, () => locks.acquire("payout"));
+    expect(await first.release()).toBe("released");
+    await carried(rig, [0, 1, 2], prefix, "payout", first.fence);
+    for (const i of [0, 1, 2]) rig.setClock(i, passMs);
+    for (const i of [0, 1, 2]) await rig.checkClock(i, passMs);
+    const next = await locks.acquire("payout");
+    expect(next.fence).toBeGreaterThan(first.fence);
+    await next.release();
+  });
+});
