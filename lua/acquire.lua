@@ -68,8 +68,9 @@ if not cur[1] then
   local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
   -- The floor of server time keeps fences rising when the fence key was lost
   -- (failover, restart, expiry); +1 keeps them strictly rising within a microsecond. In quorum
-  -- mode the client's proposed fence stands in for it: no node's clock enters a fence there.
-  local minted = math.max(last + 1, proposed or nowUs)
+  -- mode the client's proposed fence stands in for it, and this clock less an hour only backs it:
+  -- a node keeps its last fence until its clock passes it by more than an hour (fence-ttl.ts).
+  local minted = math.max(last + 1, proposed and math.max(proposed, nowUs - 3600000000) or nowUs)
   -- At most τ ahead of this clock, so a failover that loses this fence over τ (plus clock lag)
   -- later still mints above it. Until then: busy, for -ms, for everyone in line alike.
   if minted > nowUs + maxAheadUs then

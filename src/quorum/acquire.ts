@@ -4,8 +4,9 @@ import { QuorumUnavailableError } from "../core/errors.ts";
 import { newToken } from "../core/keys.ts";
 import type { Run } from "../redis/node-runner.ts";
 import { unexpectedReply } from "../redis/failures.ts";
-import { giveBackAfter, RETRY_WINDOW_MS, type Integers } from "../redis/run-script.ts";
+import { giveBackAfter, type Integers } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
+import { quorumFenceTtlMs } from "./fence-ttl.ts";
 import type { LateGrants } from "./late-grants.ts";
 import { busyHint, chooseFence, grantsIn, isGrant, joinUnsettled, type NodeGrant } from "./votes.ts";
 import { acquireVerdict, count, failuresOf, gather, majorityOf, settleWhen, tally, unavailable, type Answer } from "./gather.ts";
@@ -27,7 +28,7 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
   return async function attempt(name: string, owner: string, leaseMs: number): Promise<Grant | BusyAttempt> {
     // Its own ticket: a late give-back of this attempt must not undo the next one's hold.
     const ticket = newToken();
-    const fenceTtlMs = leaseMs + RETRY_WINDOW_MS;
+    const fenceTtlMs = quorumFenceTtlMs(leaseMs);
     const sentAt = performance.now();
     const args = [owner, ticket, leaseMs, fenceTtlMs, 0, proposedFence()];
     const calls = nodes.map((run) => acquireOn(run, name, args, owner));

@@ -4,6 +4,7 @@ import { newToken } from "../core/keys.ts";
 import type { Run } from "../redis/node-runner.ts";
 import { RETRY_WINDOW_MS, type Integers } from "../redis/run-script.ts";
 import * as scripts from "../redis/scripts.gen.ts";
+import { quorumFenceTtlMs } from "./fence-ttl.ts";
 import type { LateGrants } from "./late-grants.ts";
 import { count, gather, leaseVerdict, majorityOf, settleWhen, tally, unavailable, type Answer } from "./gather.ts";
 
@@ -22,7 +23,7 @@ export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockB
   const majority = majorityOf(nodes.length);
   return {
     async heartbeat(lease, leaseMs) {
-      const args = [lease.owner, lease.fence, leaseMs, leaseMs + RETRY_WINDOW_MS];
+      const args = [lease.owner, lease.fence, leaseMs, quorumFenceTtlMs(leaseMs)];
       const calls = nodes.map((run) => run(scripts.heartbeat, lease.name, args, lease.owner));
       const [verdict, answers] = await verdictOf(`Heartbeat of "${lease.name}"`, calls);
       if (verdict === "no") return null;
@@ -51,7 +52,7 @@ export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockB
  */
 function repair(run: Run, lease: HeldLease, leaseMs: number, holds: number): void {
   const ticket = newToken();
-  const fenceTtlMs = leaseMs + RETRY_WINDOW_MS;
+  const fenceTtlMs = quorumFenceTtlMs(leaseMs);
   // Proposed: a node that knows no higher fence mints the lease's own.
   run(scripts.acquire, lease.name, [lease.owner, ticket, leaseMs, fenceTtlMs, 0, lease.fence], lease.owner)
     .then(async ([granted, minted, counted]) => {
