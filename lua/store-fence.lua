@@ -20,10 +20,11 @@ if fence ~= '' or value then
   local number = tonumber(fence)
   local t = redis.call('TIME')
   local nowUs = t[1] * 1000000 + t[2]
-  -- Checked here too, whoever runs this script: a malformed or forged (over an hour ahead) fence
-  -- stored would outrank every honest holder. That bound is far below 2^53, where digits get lost.
-  if not string.match(fence, '^[1-9][0-9]*$') or number > nowUs + 3600000000 then
-    return redis.error_reply('ERR fencelock: malformed fence')
+  -- Checked here too, whoever runs this script: a malformed or forged fence stored would outrank
+  -- every honest holder. Callers refuse an hour ahead by their own clock; 70 minutes here leaves
+  -- a caller up to 10 minutes ahead of Redis their clear error. Far below 2^53, where digits get lost.
+  if not string.match(fence, '^[1-9][0-9]*$') or number > nowUs + 4200000000 then
+    return redis.error_reply('ERR fencelock: malformed fence, or one 70 min ahead of the Redis clock')
   end
   -- A retry of an applied write answers as it did and changes nothing: the next holder may have
   -- claimed since, or this one written again. Looked up for a claim too: an old-layout call (no

@@ -1,6 +1,6 @@
 // What the fenced store refuses before or inside Lua (malformed, forged and future fences, bad
 // options and values), and how it reads replies that are not quite store-fence.lua's.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   createFencedStore, createLocks, LockConfigError, LockUnavailableError, StaleFenceError, type RedisClient,
 } from "../../../../src/index.ts";
@@ -54,6 +54,20 @@ describe("fenced store", () => {
     }
     expect(await store.read("doc")).toEqual({ value: "honest", fence: 100 });
     await locks.withLock("doc", (lease) => store.write("doc", "next holder", lease.fence));
+  });
+
+  // The caller's hour is the one that refuses: a fence it allows must not fail inside Lua as "unavailable".
+  it("takes a fence its caller's clock allows when that clock runs minutes ahead of Redis'", async () => {
+    const { store } = setup("caller-ahead");
+    const redisNow = Date.now();
+    const fence = (redisNow + 64 * 60_000) * 1000; // 59 minutes ahead of the caller, 64 of Redis
+    vi.spyOn(Date, "now").mockReturnValue(redisNow + 5 * 60_000);
+    try {
+      await store.write("doc", "written", fence);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(await store.read("doc")).toEqual({ value: "written", fence });
   });
 
   it("refuses read options it does not know, so a misspelled fence never skips the claim", async () => {
