@@ -1,6 +1,6 @@
 // The loop behind acquire() and tryAcquire(): attempt, pause, retry, until the lock or the deadline.
 import { driftMs, type Busy, type BusyAttempt, type LockBackend } from "../core/backend.ts";
-import { ClockBehindError, LockConfigError, LockUnavailableError } from "../core/errors.ts";
+import { ClockBehindError, LockUnavailableError } from "../core/errors.ts";
 import { newToken } from "../core/keys.ts";
 import type { AcquireOptions } from "../core/options.ts";
 import { Lease } from "./lease.ts";
@@ -14,6 +14,8 @@ export interface LoopConfig {
   /** The channel a lock's push waiters share; undefined in quorum mode, which waits by backoff. */
   readonly channelFor: ((name: string) => WakeChannel) | undefined;
   readonly leaseMs: number;
+  /** Says once that the lock set waits otherwise than asked. */
+  readonly warn: (message: string) => void;
 }
 
 /** acquireWithin(name, opts, waitMs): the lease, or what the lock looked like when waitMs ran out. */
@@ -68,9 +70,8 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
   /** How a call waits between attempts, and the ticket that keeps its place in line. */
   function waitingFor(name: string, opts: AcquireOptions, waitMs: number, owner: string, requestId: string, leaseMs: number) {
     const { channelFor } = config;
-    if (opts.wake === "push" && !channelFor) {
-      throw new LockConfigError("acquire options", ['wake: "push" needs one Redis; a quorum waits with jittered backoff, so leave wake out']);
-    }
+    // As a client that cannot subscribe does: a guard's options must not fail every request.
+    if (opts.wake === "push" && !channelFor) config.warn('wake: "push" needs one Redis; a quorum lock set waits with jittered backoff');
     // Push by default; a call that will not wait has nothing to be woken for.
     const push = opts.wake !== "poll" && waitMs > 0 && channelFor?.(name);
     if (!push) return { ticket: requestId, waiter: pollWaiter };

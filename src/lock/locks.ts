@@ -49,9 +49,10 @@ export function createLocks(options: LocksOptions): Locks {
   const backend = Array.isArray(redis)
     ? quorum(redis.map((client) => ({ redis: client, keyBase: keysOf, timeoutMs })))
     : singleNode({ redis, keyBase: keysOf, timeoutMs });
-  const channels = Array.isArray(redis) ? undefined : wakeChannels(redis, once((message) => console.warn(`fencelock: ${message}`)));
+  const warn = once((message) => console.warn(`fencelock: ${message}`));
+  const channels = Array.isArray(redis) ? undefined : wakeChannels(redis, warn);
   const channelFor = channels && ((name: string) => channels(`${keysOf(name)}:lock`));
-  const acquireWithin = acquireLoop({ leaseMs: config.leaseMs, channelFor }, backend);
+  const acquireWithin = acquireLoop({ leaseMs: config.leaseMs, channelFor, warn }, backend);
 
   /** A usable lock name, whose hash tag (if the lock set has hashTag) is usable too. */
   function checkLockName(name: string): string {

@@ -1,7 +1,7 @@
 // Quorum mode through the ordinary Locks and Lease API: reentrancy, release outcomes, inspect, and
 // many contenders taking turns.
-import { describe, expect, it } from "vitest";
-import { LockConfigError, LockLostError, type LockState } from "../../../src/index.ts";
+import { describe, expect, it, vi } from "vitest";
+import { LockLostError, type LockState } from "../../../src/index.ts";
 import { sleep } from "../../../src/waiting/backoff.ts";
 import { nodesPerTest } from "../../support/quorum/nodes.ts";
 import { until } from "../../support/until.ts";
@@ -58,10 +58,22 @@ describe.each([3, 5])("the lock set API on %i nodes", (count) => {
     await until(() => eachNode((node) => !node.held), 5_000);
   });
 
-  it('refuses wake: "push", which needs one Redis', async () => {
+  // A guard built with wake: "push" must not fail every request on a quorum lock set.
+  it('waits by backoff when asked for wake: "push", which needs one Redis, and says so once', async () => {
     const rig = await nodes(count);
     const locks = rig.locks(uniquePrefix("push"));
-    await expect(locks.acquire("cart", { wake: "push" })).rejects.toBeInstanceOf(LockConfigError);
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    try {
+      const held = await locks.acquire("cart");
+      setTimeout(() => void held.release(), 200);
+      const next = await locks.acquire("cart", { wake: "push", waitMs: 5_000 });
+      expect(next.fence).toBeGreaterThan(held.fence);
+      await (await locks.acquire("cart", { wake: "push", owner: next.owner })).release();
+      await next.release();
+      expect(warn.mock.calls).toEqual([[expect.stringMatching(/wake: "push" needs one Redis/)]]);
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
 
