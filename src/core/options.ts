@@ -20,7 +20,8 @@ const WAKES = ["poll", "push"] as const;
 const isFunction = (v: unknown) => typeof v === "function";
 // By shape, as isAbortSignal (not imported, for the core's bytes): a Request's signal in
 // Vercel's Edge Runtime is from another realm.
-const isSignal = (v: unknown) => typeof (v as AbortSignal | undefined)?.throwIfAborted == "function";
+const isSignal = (v: unknown) =>
+  typeof (v as AbortSignal | undefined)?.throwIfAborted == "function" && typeof (v as AbortSignal).addEventListener == "function";
 
 const CLIENT_EXAMPLE = "a Redis client such as new Redis({ url, token }) from @upstash/redis";
 
@@ -45,7 +46,8 @@ const redisClient = z.custom<RedisClient>(isClient, { error: (issue) => clientIs
  * hand rather than with z.union and z.array, which would add about 1 KiB to a bundle without zod.
  */
 const redisClients = z.custom<RedisClient | RedisClient[]>(
-  (v) => isClient(v) || (Array.isArray(v) && v.every(isClient)),
+  // Spread, as every() skips an array's holes.
+  (v) => isClient(v) || (Array.isArray(v) && [...v].every(isClient)),
   { error: (issue) => clientIssue(Array.isArray(issue.input) ? issue.input.find(unwrappedTcp) : issue.input, `expected ${CLIENT_EXAMPLE}, or an array of 3 or more for quorum mode`) },
 ).check(
   z.refine((v) => !Array.isArray(v) || v.length >= 3, "quorum mode needs at least 3 independent Redis clients; for one Redis, pass its client alone"),
