@@ -55,10 +55,12 @@ export function keyBase(prefix: string, hashTag?: (name: string) => string): Key
 }
 
 function checkHashTag(tag: unknown, name: string): string {
-  // Redis's tag ends at the first "}", and an empty one hashes the whole key instead.
-  if (typeof tag !== "string" || !/^[^{}]{1,512}$/.test(tag) || !tag.isWellFormed()) {
-    throw new LockConfigError("hashTag", [
-      `for lock "${name}" it returned ${typeof tag == "string" ? JSON.stringify(tag.slice(0, 40)) : typeof tag}: expected 1-512 characters without { or }, such as "user:42" for keys tagged {user:42}`,
+  // Redis's tag ends at the first "}", and an empty one hashes the whole key instead. An unusable
+  // string is the name's to fix (a guard answers 400 to the request that sent it); no string, hashTag's.
+  const text = typeof tag == "string";
+  if (!text || !/^[^{}]{1,512}$/.test(tag) || !tag.isWellFormed()) {
+    throw new LockConfigError(text ? "lock name" : "hashTag", [
+      `hashTag returned ${text ? JSON.stringify(tag.slice(0, 40)) : typeof tag} for "${name}": expected 1-512 characters without { or }, such as "user:42" for keys tagged {user:42}`,
     ]);
   }
   return tag;

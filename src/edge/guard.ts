@@ -4,7 +4,7 @@ import { guardOptionsSchema, hasMethod } from "./guard-options.ts";
 import type { Lease } from "../lock/lease.ts";
 import type { Locks } from "../lock/locks.ts";
 import { parseOptions } from "../core/options.ts";
-import { problemResponse, requestedName, type Problem } from "../fencing/http/problem.ts";
+import { badNameProblem, problemResponse, requestedName, type Problem } from "../fencing/http/problem.ts";
 
 /** The part of a Workers ExecutionContext a guard needs. */
 export interface WaitUntil {
@@ -74,6 +74,8 @@ export async function enterGuard(
     if (error instanceof LockTimeoutError) return locked(error.retryAfterMs);
     if (error instanceof ClockBehindError) return clockBehind(error.retryAfterMs);
     if (error instanceof LockUnavailableError) return unavailable();
+    // A name that passed requestedName, but not the lock set's hashTag (keys.ts): the request's to fix.
+    if (error instanceof LockConfigError && error.message.startsWith("Invalid lock name")) return { problem: badNameProblem(error), headers: {} };
     // The client stopped waiting and went away: nobody reads this answer, and it is no error.
     if (signal?.aborted) return locked(0);
     throw error;

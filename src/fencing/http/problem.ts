@@ -39,6 +39,11 @@ export function requestedName(name: unknown, what: string): string | Problem {
     return checkName(name, what);
   } catch (error) {
     if (typeof name !== "string") throw error;
-    return { type: "urn:fencelock:problem:bad-name", title: "Unusable name", status: 400, detail: (error as Error).message };
+    return badNameProblem(error as Error);
   }
+}
+
+/** The 400 for a name the request made unusable, saying why. */
+export function badNameProblem(error: Error): Problem {
+  return { type: "urn:fencelock:problem:bad-name", title: "Unusable name", status: 400, detail: error.message };
 }

@@ -47,7 +47,7 @@ describe("a lock set with hashTag", () => {
     for (const call of [() => locks.acquire("job"), () => locks.tryAcquire("job"), () => locks.inspect("job")]) {
       const error = await call().then(() => undefined, (e: unknown) => e);
       expect(error).toBeInstanceOf(LockConfigError);
-      expect((error as Error).message).toMatch(/Invalid hashTag: for lock "job" it returned .*expected 1-512 characters without \{ or \}/);
+      expect((error as Error).message).toMatch(/^Invalid (lock name|hashTag): hashTag returned .* for "job": expected 1-512 characters without \{ or \}/);
     }
     expect(() => locks.resume({ name: "job", owner: "a".repeat(32), fence: 5 })).toThrow(LockConfigError);
     expect(await upstash().keys(`${prefix}:*`)).toEqual([]);

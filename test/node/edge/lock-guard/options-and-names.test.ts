@@ -64,6 +64,28 @@ describe("lockGuard", () => {
     expect(await response.json()).toMatchObject({ status: 400, detail: expect.stringMatching(/over the limit of 512/) });
   });
 
+  it("answers 400 to a name the lock set's hashTag finds no tag in, and 500 to a hashTag that returns no string", async () => {
+    const redis = upstash();
+    const prefix = uniquePrefix("guard-tag");
+    // node.md's co-location example: the tag is the part before the first "/".
+    const tagged = createLocks({ redis, prefix, hashTag: (name) => name.split("/")[0]! });
+    const broken = createLocks({ redis, prefix, hashTag: (async () => "user") as unknown as () => string });
+    const app = new Hono<{ Variables: LockVariables }>();
+    app.onError((error, c) => c.json({ error: error.message }, 500));
+    app.post("/tagged", lockGuard({ locks: tagged, name: (c) => c.req.query("job") ?? "" }), (c) => c.text("ran"));
+    app.post("/broken", lockGuard({ locks: broken, name: () => "user/charge" }), (c) => c.text("ran"));
+    for (const job of ["/charge", "{user:42}/charge"]) {
+      const response = await app.request(`/tagged?job=${encodeURIComponent(job)}`, { method: "POST" });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ title: "Unusable name", detail: expect.stringMatching(/hashTag returned/) });
+    }
+    const response = await app.request("/broken", { method: "POST" });
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({ error: expect.stringMatching(/^Invalid hashTag: hashTag returned object/) });
+    expect(await redis.keys(`${prefix}:*`)).toEqual([]);
+    expect(await (await app.request("/tagged?job=user:42/charge", { method: "POST" })).text()).toBe("ran");
+  });
+
   it("answers 400 to an empty name from the request, and treats a name function that returns no string as the app's bug", async () => {
     const locks = createLocks({ redis: upstash(), prefix: uniquePrefix("guard-empty") });
     const app = new Hono<{ Variables: LockVariables }>();
