@@ -30,6 +30,7 @@ const HINTS: readonly (readonly [RegExp, string])[] = [
   [/unauthori[sz]ed|WRONGPASS|\b401\b/i, "the token was refused: check UPSTASH_REDIS_REST_TOKEN"],
   [/NOPERM/, "a read-only token may not run scripts: use the standard one"],
   [/WRONGTYPE/, "a key under this prefix is not fencelock's: use another prefix"],
+  [/\bOOM\b|capacity quota/, "Redis is full (its maxmemory, or the Upstash plan's data size): free memory or raise the limit"],
   [/limit exceeded/i, "the database's request quota is used up: see its plan in the Upstash console"],
   [/size|large/i, "the value is too large"],
 ];

@@ -3,7 +3,9 @@ import { Redis as IORedis } from "ioredis";
 import { createClient } from "redis";
 import { describe, expect, inject, it } from "vitest";
 import { createFencedStore, createLocks, LockUnavailableError, type RedisClient } from "../../../src/index.ts";
+import { fromIoredis } from "../../../src/ioredis.ts";
 import { failure, locksAt } from "../../support/failure.ts";
+import { RedisProcess } from "../../support/faults/redis-process.ts";
 import { uniquePrefix, upstash } from "../../support/upstash.ts";
 
 describe("a Redis that is down or slow", () => {
@@ -94,6 +96,34 @@ describe("a Redis that is down or slow", () => {
     const { error } = await failure(createLocks({ redis: { evalsha: spent, eval: spent } }).tryAcquire("job"));
     expect(error).toBeInstanceOf(LockUnavailableError);
     expect(error.message).toMatch(/limit exceeded.*the database's request quota is used up: see its plan in the Upstash console/);
+  });
+
+  // A full Redis refuses writes, release's too: the reader must look at memory, not the network.
+  it("says that Redis is full when it is at maxmemory, for acquire and release alike", async () => {
+    const server = await RedisProcess.start("full");
+    const client = new IORedis(server.url);
+    try {
+      const locks = createLocks({ redis: fromIoredis(client), prefix: uniquePrefix("full") });
+      const lease = await locks.acquire("job");
+      await client.config("SET", "maxmemory", "1");
+      for (const call of [locks.tryAcquire("other"), lease.release()]) {
+        const { error } = await failure(call);
+        expect(error).toBeInstanceOf(LockUnavailableError);
+        expect(error.message).toMatch(/OOM command not allowed.*Redis is full \(its maxmemory/);
+      }
+    } finally {
+      client.disconnect();
+      await server.kill();
+    }
+  });
+
+  it("says that Redis is full when Upstash's database is over its data size", async () => {
+    // Upstash's answer once a database holds its plan's size; the message is what is tested.
+    const full = async () => {
+      throw new Error("ERR DB capacity quota exceeded");
+    };
+    const { error } = await failure(createLocks({ redis: { evalsha: full, eval: full } }).tryAcquire("job"));
+    expect(error.message).toMatch(/Redis is full/);
   });
 
   it("says to use the standard token when Upstash's read-only one may not run scripts", async () => {
