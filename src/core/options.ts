@@ -39,7 +39,10 @@ const clientIssue = (v: unknown, expected: string) =>
       : "an ioredis client goes through its adapter: fromIoredis(client) from fencelock/ioredis"
     : expected;
 
-const redisClient = z.custom<RedisClient>(isClient, { error: (issue) => clientIssue(issue.input, `expected ${CLIENT_EXAMPLE}`) });
+// Only the fenced store's: a lock set takes redisClients.
+const redisClient = z.custom<RedisClient>(isClient, {
+  error: (issue) => Array.isArray(issue.input) ? "a fenced store keeps its data on one Redis: pass one client, not a quorum's" : clientIssue(issue.input, `expected ${CLIENT_EXAMPLE}`),
+});
 
 /**
  * One Redis client, or independent ones for quorum mode (three or more; odd is best). Checked by

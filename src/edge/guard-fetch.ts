@@ -19,7 +19,7 @@ export interface GuardFetchOptions<Env> {
   wake?: "poll" | "push";
   /** "await" (default) releases before the response is returned; "waitUntil" releases in the background. */
   release?: "await" | "waitUntil";
-  /** Builds the 423 (and 503) response; by default application/problem+json with Retry-After. */
+  /** Builds the refusals (423, 503, and 400 for a name the request made unusable); by default application/problem+json, with Retry-After on 423 and 503. */
   onLocked?: (request: Request, refusal: Refusal) => Response | Promise<Response>;
 }
 

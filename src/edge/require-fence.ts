@@ -29,7 +29,7 @@ export interface RequireFenceOptions<E extends Env = Env> {
 /**
  * Guards a storage route with fencing tokens: the request must carry its lease's fence in
  * the Fencing-Token header; missing -> 428, malformed -> 400, older than one the resource
- * has seen -> 409 with the highest fence. The handler gets the fence from `c.get("fence")`
+ * has seen -> 409 with the highest fence, Redis unreachable -> 503 with Retry-After. The handler gets the fence from `c.get("fence")`
  * and must still write through `store.write(resource, value, fence)`, which checks again
  * atomically; a StaleFenceError it throws also becomes a 409.
  *
@@ -52,7 +52,7 @@ export function requireFence<E extends Env = Env>(
   }, "expected an options object");
   // The values checked, never a second read of `options` (a getter could answer differently).
   const checked = parseOptions(schema, options, "requireFence options") as RequireFenceOptions<E>;
-  const { store, resource, claim = true, onProblem = (_c, problem) => problemResponse(problem) } = checked;
+  const { store, resource, claim = true, onProblem = (_c, problem) => problemResponse(problem, retryAfter(problem)) } = checked;
   return async function requireFence(c, next) {
     const parsed = parseFenceHeader(c.req.header(FENCE_HEADER));
     if (!parsed.ok) return onProblem(c, headerProblem(parsed.problem));
@@ -87,7 +87,12 @@ function storeProblem(error: unknown): Problem | null {
   }
   if (error instanceof LockUnavailableError) {
     return { type: "urn:fencelock:problem:fence-check-unavailable", title: "Fence check unavailable",
-      status: 503, detail: "The fence could not be checked; retry later." };
+      status: 503, detail: "The fence could not be checked; retry shortly.", retryAfter: 1 };
   }
   return null;
+}
+
+/** The Retry-After header of a problem that says when to retry, as lockGuard's 503 sends. */
+function retryAfter(problem: Problem): Record<string, string> {
+  return problem.retryAfter ? { "Retry-After": String(problem.retryAfter) } : {};
 }

@@ -133,6 +133,11 @@ describe("createFencedStore options", () => {
     expect(configError(() => createFencedStore({ redis, ttlMs })).message).toMatch(message);
     expect(redis.calls).toBe(0);
   });
+
+  it("rejects a quorum's array, saying that a store keeps its data on one Redis", () => {
+    const nodes = [recordingRedis(), recordingRedis(), recordingRedis()];
+    expect(configError(() => createFencedStore({ redis: nodes as never })).message).toMatch(/redis: a fenced store keeps its data on one Redis/);
+  });
 });
 
 describe("a TCP client passed as it is", () => {

@@ -123,6 +123,19 @@ describe("requireFence", () => {
     const res = await app.request("/x", { method: "PUT", headers: { "Fencing-Token": "1700000000000001" } });
     expect([res.status, await res.text()]).toEqual([200, "ok"]);
   });
+
+  it("answers 503 with Retry-After when Redis cannot check the fence, and runs no handler", async () => {
+    const down = async () => {
+      throw new Error("connect ECONNREFUSED 127.0.0.1:6379");
+    };
+    const store = createFencedStore({ redis: { evalsha: down, eval: down }, prefix: uniquePrefix("blobs") });
+    const app = new Hono();
+    app.put("/x", requireFence({ store, resource: () => "x" }), (c) => c.text("ran"));
+    const res = await app.request("/x", { method: "PUT", headers: { "Fencing-Token": "1700000000000001" } });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("Retry-After")).toBe("1");
+    expect(await res.json()).toMatchObject({ title: "Fence check unavailable", retryAfter: 1 });
+  });
 });
 
 describe("parseFenceHeader", () => {
