@@ -21,7 +21,8 @@ const isFunction = (v: unknown) => typeof v === "function";
 // By shape, as isAbortSignal (not imported, for the core's bytes): a Request's signal in
 // Vercel's Edge Runtime is from another realm.
 const isSignal = (v: unknown) =>
-  typeof (v as AbortSignal | undefined)?.throwIfAborted == "function" && typeof (v as AbortSignal).addEventListener == "function";
+  typeof (v as AbortSignal | undefined)?.throwIfAborted == "function" && typeof (v as AbortSignal).addEventListener == "function" &&
+  typeof (v as AbortSignal).removeEventListener == "function";
 
 const CLIENT_EXAMPLE = "a Redis client such as new Redis({ url, token }) from @upstash/redis";
 

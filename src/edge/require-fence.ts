@@ -60,16 +60,16 @@ export function requireFence<E extends Env = Env>(
     if (typeof name !== "string") return onProblem(c, name);
     try {
       if (claim) await store.claim(name, parsed.fence);
-      c.set("fence", parsed.fence);
-      await next();
     } catch (error) {
       const problem = storeProblem(error);
       if (!problem) throw error;
       return onProblem(c, problem);
     }
-    // Hono hands a handler's error to onError before we see it; the stale write is still ours to answer.
-    const problem = storeProblem(c.error);
-    if (problem) c.res = await onProblem(c, problem);
+    c.set("fence", parsed.fence);
+    await next();
+    // Hono hands a handler's error to onError before we see it; the stale write is still ours to
+    // answer. Nothing else is: a 503 "retry" after the handler ran could repeat its work.
+    if (c.error instanceof StaleFenceError) c.res = await onProblem(c, staleFenceProblem(c.error));
   };
 }
 

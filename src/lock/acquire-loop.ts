@@ -71,7 +71,7 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
   function waitingFor(name: string, opts: AcquireOptions, waitMs: number, owner: string, requestId: string, leaseMs: number) {
     const { channelFor } = config;
     // As a client that cannot subscribe does: a guard's options must not fail every request.
-    if (opts.wake === "push" && !channelFor) config.warn('wake: "push" needs one Redis; a quorum lock set waits with jittered backoff');
+    if (opts.wake === "push" && !channelFor && waitMs > 0) config.warn('wake: "push" needs one Redis; a quorum lock set waits with jittered backoff');
     // Push by default; a call that will not wait has nothing to be woken for.
     const push = opts.wake !== "poll" && waitMs > 0 && channelFor?.(name);
     if (!push) return { ticket: requestId, waiter: pollWaiter };

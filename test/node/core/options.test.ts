@@ -97,6 +97,7 @@ describe("lock names and per-call options", () => {
     [{ signal: "stop" }, /signal: expected an AbortSignal/],
     // One that cannot be listened to would fail inside the wait's timer.
     [{ signal: { throwIfAborted() {} } }, /signal: expected an AbortSignal/],
+    [{ signal: { throwIfAborted() {}, addEventListener() {} } }, /signal: expected an AbortSignal/],
     [{ waitMS: 100 }, /unknown option "waitMS"/],
   ])("rejects acquire options %o", async (options, message) => {
     await expect(locks.acquire("job", options as never)).rejects.toThrow(message);

@@ -2,7 +2,7 @@
 // with 409.
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { createFencedStore, StaleFenceError } from "../../../src/index.ts";
+import { createFencedStore, LockUnavailableError, StaleFenceError } from "../../../src/index.ts";
 import { parseFenceHeader } from "../../../src/http.ts";
 import { requireFence, type FenceVariables } from "../../../src/hono.ts";
 import { blobService } from "../../support/blob-service.ts";
@@ -135,6 +135,20 @@ describe("requireFence", () => {
     expect(res.status).toBe(503);
     expect(res.headers.get("Retry-After")).toBe("1");
     expect(await res.json()).toMatchObject({ title: "Fence check unavailable", retryAfter: 1 });
+  });
+
+  // A "retry" answer would invite the client to run work again that may have had effects.
+  it("leaves a handler's own LockUnavailableError to the app, once the fence was checked", async () => {
+    const store = createFencedStore({ redis: upstash(), prefix: uniquePrefix("blobs") });
+    let runs = 0;
+    const app = new Hono();
+    app.onError((error, c) => c.text(`app: ${error.name}`, 500));
+    app.put("/x", requireFence({ store, resource: () => "x" }), () => {
+      runs++;
+      throw new LockUnavailableError("Redis request for store-fence failed (OOM command not allowed)");
+    });
+    const res = await app.request("/x", { method: "PUT", headers: { "Fencing-Token": "1700000000000001" } });
+    expect([res.status, res.headers.get("Retry-After"), await res.text(), runs]).toEqual([500, null, "app: LockUnavailableError", 1]);
   });
 });
 
