@@ -10,21 +10,29 @@ export const root = fileURLToPath(new URL("..", import.meta.url));
 export type AppCommand = (server: LocalUpstash) => Promise<{ command: string; args: string[]; env?: Record<string, string> }>;
 
 export async function runWithLocalUpstash(app: AppCommand): Promise<never> {
+  // Listened for from the start, SIGHUP too (a closed terminal): Node would die of any of them
+  // without stopping the server's redis-server, or the app.
+  let stopped = false;
+  let stopApp: () => unknown = () => undefined;
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => ((stopped = true), stopApp()));
   const server = await startLocalUpstash();
-  let code = 1;
+  let code = 0;
   try {
     const { command, args, env } = await app(server);
-    const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
-    let stopped = false;
-    const stop = () => ((stopped = true), child.kill("SIGINT"));
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-    // Stopped on request is a clean end, whatever code the app exits with on SIGINT.
-    code = await new Promise<number>((resolve) => {
-      child.once("exit", (exitCode) => resolve(stopped ? 0 : exitCode ?? 1));
-      // Not started at all (say, deno not installed): one line, not a stack.
-      child.once("error", (error) => (console.error(`${command}: ${error.message}`), resolve(1)));
-    });
+    // A stop during setup (wrangler's migrations run in app()) starts no app.
+    if (!stopped) {
+      const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"] });
+      stopApp = () => child.kill("SIGINT");
+      // Stopped on request is a clean end, whatever code the app exits with on SIGINT.
+      code = await new Promise<number>((resolve) => {
+        child.once("exit", (exitCode) => resolve(stopped ? 0 : exitCode ?? 1));
+        // Not started at all (say, deno not installed): one line, not a stack.
+        child.once("error", (error) => (console.error(`${command}: ${error.message}`), resolve(1)));
+      });
+    }
+  } catch (error) {
+    console.error(error);
+    code = 1;
   } finally {
     await server.close();
   }

@@ -1,6 +1,6 @@
 // The README's quick starts as a newcomer runs them: `npm run worker:dev` (the example Worker in
 // wrangler dev) and `npm run deno:example` (the Deno example), each against a fresh local server,
-// answering requests, and stopping cleanly on Ctrl-C.
+// answering requests, and stopping cleanly on Ctrl-C (or a closed terminal).
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
@@ -10,8 +10,8 @@ import { until } from "../../support/until.ts";
 
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 
-/** Runs a scripts/ entry with PORT set, hands its base URL to `use`, then stops it as Ctrl-C would. */
-async function running(script: string, use: (base: string) => Promise<void>): Promise<number | null> {
+/** Runs a scripts/ entry with PORT set, hands its base URL to `use`, then stops it as Ctrl-C (or `signal`) would. */
+async function running(script: string, use: (base: string) => Promise<void>, signal: NodeJS.Signals = "SIGINT"): Promise<number | null> {
   const port = await freePort();
   const child = spawn(process.execPath, [`scripts/${script}`], { cwd: root, env: { ...process.env, PORT: String(port) }, stdio: "ignore" });
   const exited = once(child, "exit").then(([code]) => code as number | null);
@@ -22,7 +22,7 @@ async function running(script: string, use: (base: string) => Promise<void>): Pr
     expect(child.exitCode).toBeNull();
     await use(base);
   } finally {
-    child.kill("SIGINT");
+    child.kill(signal);
   }
   return exited;
 }
@@ -40,11 +40,12 @@ describe("quick starts", () => {
     expect(code).toBe(0);
   });
 
-  it("npm run deno:example serves the job runner in Deno", { timeout: 150_000 }, async () => {
+  // Stopped as a closed terminal stops it: Node would die of SIGHUP, leaving the app and redis-server running.
+  it("npm run deno:example serves the job runner in Deno, and stops cleanly on SIGHUP", { timeout: 150_000 }, async () => {
     const code = await running("deno-example.ts", async (base) => {
       const run = await fetch(`${base}/jobs/nightly/run`, { method: "POST" });
       expect(await run.json()).toMatchObject({ job: "nightly", runs: 1 });
-    });
+    }, "SIGHUP");
     expect(code).toBe(0);
   });
 });
