@@ -7,6 +7,11 @@ import type { WakeSubscriber } from "../core/client.ts";
 const REFRESH_MS = 60_000;
 /** After a stream failed before it confirmed, waits poll this long before another is tried. */
 const COOLDOWN_MS = 60_000;
+/**
+ * A stream unconfirmed this long has failed: a proxy that buffers event streams holds the
+ * confirmation back for good, and @upstash/redis reports no error for a stream that ends unconfirmed.
+ */
+const CONFIRM_MS = 5_000;
 /** On Workers a stream belongs to the request that opened it, and nothing may outlive a request. */
 export const ON_WORKERS = globalThis.navigator?.userAgent === "Cloudflare-Workers";
 /**
@@ -128,6 +133,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     },
     keepOpen() {
       const now = performance.now();
+      if (pending && now - pending.openedAt > CONFIRM_MS) failed(pending, `no confirmation within ${CONFIRM_MS / 1000} s; a proxy that buffers event streams?`);
       if (pending || (live && now - live.openedAt < REFRESH_MS)) return true;
       // After a failure no stream is tried for a while; an old one serves meanwhile.
       if (now - failedAt < COOLDOWN_MS) return live !== undefined;

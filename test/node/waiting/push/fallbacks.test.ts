@@ -58,6 +58,25 @@ describe("push wake-ups", () => {
     await lease.release();
   });
 
+  // A proxy that buffers event streams never lets the confirmation through: the waiter must not
+  // wait on that stream for good, silently polling.
+  it("gives up on a stream that has not confirmed within 5 s, closing it, and the lock set says so once", async () => {
+    const prefix = uniquePrefix("push-stuck");
+    const holder = await heldLock(prefix);
+    const { client, seen } = observedRedis({ neverConfirm: true });
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    try {
+      setTimeout(() => void holder.release(), 7_000);
+      const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 15_000 });
+      expect(lease.fence).toBeGreaterThan(holder.fence);
+      await lease.release();
+      expect(warn.mock.calls).toEqual([[expect.stringMatching(/no confirmation within 5 s; a proxy that buffers event streams\?/)]]);
+      expect(seen).toEqual({ subscribed: 1, unsubscribed: 1 });
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
   it("polls with backoff, not at once, when the client cannot subscribe, and the lock set says so once", async () => {
     const prefix = uniquePrefix("push-nostream");
     const holder = await heldLock(prefix);
