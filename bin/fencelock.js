@@ -100,7 +100,9 @@ async function dev(args) {
   const redis = options.redisUrl === undefined ? server.redisUrl : redact(server.redisUrl);
   console.error(`# fencelock dev: Upstash REST on ${server.url} -> ${redis}; ` +
     "export the two lines above for Redis.fromEnv(); Ctrl-C stops");
-  await stopRequested;
+  // Nothing restarts a private redis-server that died (killed, out of memory): say so, and stop.
+  const died = server.redisExited.then((how) => console.error(`# fencelock dev: its redis-server ${how}; stopping, run it again`));
+  if (await Promise.race([stopRequested.then(() => false), died.then(() => true)])) process.exitCode = 1;
   await server.close();
 }
 
@@ -130,7 +132,8 @@ async function main([command, ...rest]) {
 }
 
 main(process.argv.slice(2)).then(
-  () => process.exit(0),
+  // With process.exitCode, 0 unless dev() set it.
+  () => process.exit(),
   (error) => {
     // Options startLocalUpstash refuses (a bad --token, an empty --host) are usage errors too.
     const usage = error instanceof UsageError || error?.code === "BAD_OPTIONS" ||

@@ -46,6 +46,11 @@ export interface LocalUpstash {
   token: string;
   /** The Redis behind it; the private one's carries its password: redis://:<password>@127.0.0.1:<port>. */
   redisUrl: string;
+  /**
+   * Resolves, saying how, if the private redis-server ends before close() (killed, crashed): the
+   * server then answers every command 503 until closed. Never, with `redisUrl`.
+   */
+  redisExited: Promise<string>;
   close(): Promise<void>;
 }
 
@@ -84,7 +89,8 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
         redis.disconnect();
         await backing.stop?.();
       })());
-    return { url: http.url, token, redisUrl: backing.url, close };
+    const redisExited = new Promise<string>((resolve) => backing.exited?.then((how) => closing ?? resolve(how)));
+    return { url: http.url, token, redisUrl: backing.url, redisExited, close };
   } catch (error) {
     await backing.stop?.();
     throw error;

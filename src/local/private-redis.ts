@@ -5,6 +5,8 @@ import { connectRedis } from "./redis-client.ts";
 export interface BackingRedis {
   url: string;
   stop?: () => Promise<void>;
+  /** The private redis-server's end, saying how. */
+  exited?: Promise<string>;
 }
 
 /**

@@ -25,6 +25,8 @@ export interface RedisServer {
   url: string;
   port: number;
   stop(): Promise<void>;
+  /** Resolves, saying how, once the process has ended: after stop(), or on its own (killed, crashed). */
+  exited: Promise<string>;
 }
 
 const READY_TIMEOUT_MS = 5_000;
@@ -81,7 +83,7 @@ async function launch(binary: string, port: number, options: RedisServerOptions)
   let stopping: Promise<void> | undefined;
   const stop = () => (stopping ??= terminate(child, exited).finally(() => process.off("exit", killOnExit)));
   const auth = password === undefined ? "" : `:${encodeURIComponent(password)}@`;
-  return { url: `redis://${auth}127.0.0.1:${port}`, port, stop };
+  return { url: `redis://${auth}127.0.0.1:${port}`, port, stop, exited };
 }
 
 function serverArgs(port: number, { password, enableDebugCommand = false }: RedisServerOptions, redis7: boolean): string[] {

@@ -68,6 +68,19 @@ describe("fencelock dev", () => {
     await expect(probe.connect()).rejects.toThrow();
   });
 
+  // Nothing restarts it: answering 503 "reconnecting" for good would send the user the wrong way.
+  it("says so and exits 1 when its redis-server dies (killed, out of memory)", async () => {
+    const run = fencelock("dev");
+    await printedEnv(run);
+    const redisUrl = /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1] ?? "";
+    const redis = new Redis(redisUrl);
+    const pid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
+    redis.disconnect();
+    process.kill(pid, "SIGKILL");
+    expect(await run.exited).toBe(1);
+    expect(run.output().stderr).toMatch(/fencelock dev: its redis-server exited with SIGKILL; stopping, run it again/);
+  });
+
   it("uses --redis-url and --token, and exits 0 on SIGINT", async () => {
     const shared = inject("upstash");
     const run = fencelock("dev", "--redis-url", shared.redisUrl, "--token", "cli-token");
