@@ -3,7 +3,7 @@ import { LockConfigError, StaleFenceError } from "../core/errors.ts";
 import { checkFence } from "../core/fence.ts";
 import { checkName, nameTag, newToken } from "../core/keys.ts";
 import { parseOptions, readOptionsSchema, storeOptionsSchema, type FencedStoreOptions } from "../core/options.ts";
-import { unexpectedReply } from "../redis/failures.ts";
+import { messageOf, unexpectedReply } from "../redis/failures.ts";
 import { RETRY_WINDOW_MS, runScript, type Reply } from "../redis/run-script.ts";
 import type { RedisClient } from "../core/client.ts";
 import * as scripts from "../redis/scripts.gen.ts";
@@ -60,12 +60,14 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
     },
     async write(resource, value, fence) {
       let text: string | undefined;
+      let why = `got ${typeof value}`;
       try {
         text = JSON.stringify(value);
-      } catch {
-        // a BigInt, or an object that contains itself
+      } catch (error) {
+        // A BigInt, a cycle or a throwing toJSON, at any depth: its own words say which.
+        why = `JSON.stringify refused it: ${messageOf(error).split("\n")[0]}`;
       }
-      if (text === undefined) throw new LockConfigError("value", [`expected a JSON value without cycles, got ${typeof value}`]);
+      if (text === undefined) throw new LockConfigError("value", [`expected a JSON value without cycles or BigInts, ${why}`]);
       await fenceAt(resource, checkFence(fence, "write"), [text]);
     },
     async read<T>(resource: string, options?: { fence?: number }) {

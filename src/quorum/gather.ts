@@ -86,7 +86,8 @@ export function unavailable<T>(what: string, answers: readonly Answer<T>[], gran
 /** Why each node that gave no reply did not; `nodes` numbers the answers when they are not all nodes'. */
 export function failuresOf<T>(answers: readonly Answer<T>[], nodes = answers.map((_, i) => i)): string[] {
   return answers.flatMap((a, i) =>
-    !a ? [`Node ${nodes[i]} did not answer in time.`] : "error" in a ? [`Node ${nodes[i]}: ${messageOf(a.error)}`] : [],
+    // Named as the option has it: "Node 1" read as the first client given.
+    !a ? [`redis[${nodes[i]}] did not answer in time.`] : "error" in a ? [`redis[${nodes[i]}]: ${messageOf(a.error)}`] : [],
   );
 }
 

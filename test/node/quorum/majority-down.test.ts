@@ -27,7 +27,7 @@ describe.each([3, 5])("on %i nodes with a majority down", (count) => {
   const down = Array.from({ length: majorityOf(count) }, (_, k) => live + k);
   const liveNodes = Array.from({ length: live }, (_, i) => i);
   /** Whether one of the error's failure lines is about node i. */
-  const blames = (error: QuorumUnavailableError, i: number) => error.failures.some((f) => f.startsWith(`Node ${i}:`) || f.startsWith(`Node ${i} `));
+  const blames = (error: QuorumUnavailableError, i: number) => error.failures.some((f) => f.startsWith(`redis[${i}]:`) || f.startsWith(`redis[${i}] `));
 
   const start = async (label: string) => {
     const rig = await nodes(count);

@@ -121,7 +121,9 @@ describe("fenced store", () => {
     const { store } = setup("values-bad");
     const circular: Record<string, unknown> = {};
     circular.self = circular;
-    for (const [value, shown] of [[undefined, /undefined/], [() => 1, /function/], [10n, /bigint/], [circular, /without cycles, got object/]] as const) {
+    const cases = [[undefined, /got undefined/], [() => 1, /got function/], [10n, /serialize a BigInt/], [{ nested: { n: 10n } }, /serialize a BigInt/],
+      [circular, /JSON.stringify refused it: Converting circular structure to JSON$/]] as const;
+    for (const [value, shown] of cases) {
       await expect(store.write("doc", value, 1)).rejects.toThrow(shown);
       await expect(store.write("doc", value, 1)).rejects.toBeInstanceOf(LockConfigError);
     }
