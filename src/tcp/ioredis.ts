@@ -1,6 +1,7 @@
 // fromIoredis: an ioredis Redis, Sentinel or Cluster client as fencelock's RedisClient.
 import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "../core/client.ts";
+import { LockConfigError } from "../core/errors.ts";
 import { clusterRouter, serverRouter, SubscriberGroup, type PubSub, type Router } from "./ioredis-pubsub.ts";
 import { notTheClient, pubsubOf, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
@@ -23,9 +24,13 @@ export function fromIoredis(client: Redis | Cluster, options?: IoredisOptions): 
   const cluster = isCluster(client);
   const pubsub = pubsubOf(options, cluster, "fromIoredis");
   // ioredis takes the number of keys, then keys and arguments in one list.
+  const read = (sent: Promise<unknown>) => sent.then(withNumbers, (error: unknown) => {
+    // Known only once it failed: right after quit() the status still reads "ready".
+    throw client.status === "end" ? closed() : error;
+  });
   const redis: RedisClient = {
-    evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args).then(withNumbers),
-    eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args).then(withNumbers),
+    evalsha: (sha1, keys, args) => read(client.evalsha(sha1, keys.length, ...keys, ...args)),
+    eval: (script, keys, args) => read(client.eval(script, keys.length, ...keys, ...args)),
   };
   if (!cluster) return { ...redis, subscribe: shared(client, "classic", () => serverRouter(client)) };
   const classic = shared(client, "classic", () => clusterRouter(client, "classic"));
@@ -37,6 +42,13 @@ export function fromIoredis(client: Redis | Cluster, options?: IoredisOptions): 
 /** Every fromIoredis() of one client shares its subscriber connections. */
 function shared(client: Redis | Cluster, pubsub: PubSub, router: () => Router) {
   return subscriberOf(client, pubsub, () => new SubscriberGroup(router(), pubsub));
+}
+
+/** A client that will not reconnect is the app's to fix: checking on Redis would not help. */
+function closed(): LockConfigError {
+  return new LockConfigError("ioredis client", [
+    "it is closed: quit() or disconnect() was called, or its retryStrategy gave up reconnecting; keep it open while its locks are used",
+  ]);
 }
 
 function isCluster(client: Redis | Cluster): client is Cluster {

@@ -76,6 +76,10 @@ function isCluster(redis: NodeRedisClient | NodeRedisCluster): redis is NodeRedi
 function checkClient(redis: unknown): asserts redis is NodeRedisClient | NodeRedisCluster {
   const has = (method: string) => typeof (redis as Record<string, unknown> | null | undefined)?.[method] === "function";
   if (!["evalSha", "eval", "withTypeMapping", "subscribe", "duplicate", "on"].every(has)) throw notTheClient(redis, "fromNodeRedis");
+  // Its scripts work, but its pub/sub needs a node chosen first: push waits would fail, cryptically.
+  if (has("getSentinelNode")) {
+    throw new LockConfigError("fromNodeRedis client", ["a node-redis Sentinel client (createSentinel) is not supported: for Sentinel, use fromIoredis(new Redis({ sentinels, name }))"]);
+  }
 }
 
 /** As ioredis does: TRYAGAIN every 100 ms, 16 times at most. */

@@ -82,6 +82,15 @@ describe("with stringNumbers, which fencelock's own local server sets", () => {
     expect(await lease.release()).toBe("released");
     expect((await locks.inspect("job")).held).toBe(false);
   });
+
+  // As fromNodeRedis says of a closed client: the app's to fix, not a Redis to check on.
+  it("a client the app closed fails each call with LockConfigError, not as a Redis that is down", async () => {
+    const closing = new Redis(server.url);
+    const locks = createLocks({ redis: fromIoredis(closing), prefix: uniquePrefix("closed") });
+    await (await locks.acquire("job")).release();
+    await closing.quit();
+    await expect(locks.tryAcquire("job")).rejects.toThrow(/Invalid ioredis client: it is closed: quit\(\) or disconnect\(\) was called/);
+  });
 });
 
 // Redis 6 has no SSUBSCRIBE; a Redis 7 with the command renamed away answers as Redis 6 would.

@@ -1,7 +1,7 @@
 // fencelock/node-redis's errors: what is not a node-redis client, bad options, a client not
 // connected, and Redis going away mid-use (calls fail within timeoutMs, and work again once it is back).
 import { Redis } from "ioredis";
-import { createClient, createCluster } from "redis";
+import { createClient, createCluster, createSentinel } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { createFencedStore, createLocks, LockConfigError, LockUnavailableError } from "../../../../src/index.ts";
 import { startRedisServer, type RedisServer } from "../../../../src/local/index.ts";
@@ -53,6 +53,14 @@ describe("fromNodeRedis refuses", () => {
     expect(() => fromNodeRedis(single, "classic" as never)).toThrow("expected an options object");
     expect(() => fromNodeRedis(single, { pubsub: "sharded" })).toThrow('pubsub: "sharded" is for a Cluster client; a single server has classic pub/sub only');
     expect(fromNodeRedis(single, { pubsub: "classic" }).ssubscribe).toBeUndefined();
+  });
+});
+
+describe("fromNodeRedis with node-redis' own Sentinel client", () => {
+  // Its scripts would run, but its pub/sub needs a node chosen first: every push wait would fail.
+  it("is refused, pointing to fromIoredis for Sentinel", () => {
+    const sentinel = createSentinel({ name: "mymaster", sentinelRootNodes: [{ host: "127.0.0.1", port: 1 }] });
+    expect(() => fromNodeRedis(sentinel as never)).toThrow(/Sentinel client \(createSentinel\) is not supported: for Sentinel, use fromIoredis/);
   });
 });
 
