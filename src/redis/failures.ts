@@ -27,10 +27,12 @@ const HINTS: readonly (readonly [RegExp, string])[] = [
   [/redirections|TRYAGAIN|CLUSTERDOWN/, "the Cluster was moving a slot or failing over: retry, or let the Cluster client retry longer"],
   [/\b(MOVED|ASK) \d/, "this Redis is a Cluster node: use fromIoredis(new Cluster()) or fromNodeRedis(createCluster())"],
   [/ECONNREFUSED|Connection is closed|client is closed/, "check that Redis is running and reachable at its host and port"],
-  [/unauthori[sz]ed|WRONGPASS|\b401\b/i, "the token was refused: check UPSTASH_REDIS_REST_TOKEN"],
-  [/NOPERM/, "a read-only token may not run scripts: use the standard one"],
+  // Upstash answers WRONGPASS over REST too.
+  [/unauthori[sz]ed|WRONGPASS|NOAUTH|\b401\b/i, "the token was refused: check UPSTASH_REDIS_REST_TOKEN (over TCP: the Redis URL's password)"],
+  // Upstash's read-only token and a Redis ACL user both answer so.
+  [/NOPERM/, "a read-only token may not run scripts: use the standard one (an ACL user needs +evalsha +eval ~prefix:*)"],
   [/WRONGTYPE/, "a key under this prefix is not fencelock's: use another prefix"],
-  [/\bOOM\b|capacity quota/, "Redis is full (its maxmemory, or the Upstash plan's data size): free memory or raise the limit"],
+  [/\bOOM\b|capacity quota/, "Redis is full: free memory, or raise maxmemory or the plan's size"],
   [/limit exceeded/i, "the database's request quota is used up: see its plan in the Upstash console"],
   [/size|large/i, "the value is too large"],
 ];

@@ -109,7 +109,7 @@ describe("a Redis that is down or slow", () => {
       for (const call of [locks.tryAcquire("other"), lease.release()]) {
         const { error } = await failure(call);
         expect(error).toBeInstanceOf(LockUnavailableError);
-        expect(error.message).toMatch(/OOM command not allowed.*Redis is full \(its maxmemory/);
+        expect(error.message).toMatch(/OOM command not allowed.*Redis is full: free memory, or raise maxmemory/);
       }
     } finally {
       client.disconnect();

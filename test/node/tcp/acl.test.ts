@@ -16,6 +16,7 @@ beforeAll(async () => {
   server = await startRedisServer();
   admin = new Redis(server.url);
   await admin.acl("SETUSER", "app", "on", ">pw", "~*", "+@all", "resetchannels");
+  await admin.acl("SETUSER", "orders", "on", ">pw", "~orders:*", "+@all");
 });
 afterAll(async () => {
   await Promise.all(closers.map((close) => close()));
@@ -56,5 +57,20 @@ describe.each(adapters)("%s as a user without channel rights", (_, adapter) => {
     } finally {
       warn.mockRestore();
     }
+  });
+});
+
+// Not Upstash's hints alone: a TCP client's password is in its URL, its rights in an ACL.
+describe("an ACL user that may not use fencelock's keys, and a wrong password", () => {
+  it("say what to grant and what to check", async () => {
+    const client = new Redis(server.url.replace("redis://", "redis://orders:pw@"));
+    closers.push(() => client.quit());
+    const denied = await createLocks({ redis: fromIoredis(client), prefix: uniquePrefix("acl-keys") }).tryAcquire("gate").catch((error: unknown) => error);
+    expect(String(denied)).toMatch(/NOPERM.*an ACL user needs \+evalsha \+eval ~prefix:\*/);
+    const wrong = new Redis(server.url.replace("redis://", "redis://app:wrong@"), { retryStrategy: () => null });
+    wrong.on("error", () => {});
+    closers.push(() => wrong.disconnect());
+    const refused = await createLocks({ redis: fromIoredis(wrong), timeoutMs: 2_000 }).tryAcquire("gate").catch((error: unknown) => error);
+    expect(String(refused)).toMatch(/WRONGPASS.*\(over TCP: the Redis URL's password\)/);
   });
 });
