@@ -29,9 +29,10 @@ export interface RequireFenceOptions<E extends Env = Env> {
 /**
  * Guards a storage route with fencing tokens: the request must carry its lease's fence in
  * the Fencing-Token header; missing -> 428, malformed -> 400, older than one the resource
- * has seen -> 409 with the highest fence, Redis unreachable -> 503 with Retry-After. The handler gets the fence from `c.get("fence")`
- * and must still write through `store.write(resource, value, fence)`, which checks again
- * atomically; a StaleFenceError it throws also becomes a 409.
+ * has seen -> 409 with the highest fence, Redis unreachable -> 503 with Retry-After. The
+ * handler gets the fence from `c.get("fence")` and must still write through
+ * `store.write(resource, value, fence)`, which checks again atomically; a StaleFenceError it
+ * throws also becomes a 409.
  *
  * @example
  * const app = new Hono<{ Variables: FenceVariables }>();
