@@ -99,9 +99,9 @@ function findProblem(strings: readonly string[]): string | null {
       else if (c === ";") return "a `;` would end the statement";
       else if (c === "[" || c === "]") return "a `[` or `]` (a quote to SQLite, a subscript to Postgres) cannot be scanned safely";
       else if (pair === "--" || pair === "/*") return "a comment could hide the rest of the statement";
-      // SQLite also reads #name and #::name as parameters (any character above U+007F can be part
-      // of a name); a lone # (Postgres XOR) is not one.
-      else if ("?$@:".includes(c) || (c === "#" && /[\w$:\u0080-\uffff]/.test(text[i + 1] ?? ""))) {
+      // SQLite also reads @name, #name and #::name as parameters (any character above U+007F can be
+      // part of a name); a lone # (Postgres XOR) or Postgres' @>, <@ and @@ are none.
+      else if ("?$:".includes(c) || ("#@".includes(c) && /[\w$:\u0080-\uffff]/.test(text[i + 1] ?? ""))) {
         return `a \`${c}\` placeholder would misnumber the parameters (interpolate \${value} instead)`;
       }
       else if (c === "(") depth++;

@@ -84,6 +84,10 @@ function placeholdersOf(options: FencedSqlOptions): Placeholders {
 }
 
 async function execute(db: SqlDatabase, built: Built): Promise<FencedSqlOutcome> {
+  // A binding misnamed in wrangler.toml is undefined: say so, not "cannot read 'prepare'".
+  if (typeof db?.prepare !== "function") {
+    throw new LockConfigError("fenced SQL database", ["expected a D1 database, or a driver wrapped to look like one (prepare(text).bind(...values).first())"]);
+  }
   const { statement, report } = built;
   if (await db.prepare(statement.text).bind(...statement.params).first()) return { accepted: true };
   // The statement above decided, atomically; this read only explains why. A row's fence never

@@ -124,10 +124,9 @@ function update(row: Row, set: [string, SqlValue | SqlExpression][], where: SqlE
   const value = (v: SqlValue | SqlExpression) => (isSqlExpression(v) ? `(${renderExpression(v, bind)})` : bind(v));
   const assignments = set.map(([column, v]) => `${column} = ${value(v)}, `).join("");
   // Fenced row by row, a key that matched several rows could write one under a fence another
-  // has seen exceeded: such a key writes none (the report says why). A NULL fence counts as 0. CAST:
-  // COALESCE drops the column's type, and SQLite sorts any number below text a driver may bind.
-  let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bind(row.fence)} WHERE ${match(row, bind)}` +
-    ` AND COALESCE(${FENCE}, 0) <= CAST(${bind(row.fence)} AS BIGINT) AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
+  // has seen exceeded: such a key writes none (the report says why). A NULL fence counts as 0.
+  let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bigint(bind(row.fence))} WHERE ${match(row, bind)}` +
+    ` AND ${bigint(`COALESCE(${FENCE}, 0)`)} <= ${bigint(bind(row.fence))} AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
   if (where !== undefined) text += ` AND (${renderExpression(where, bind)})`;
   return { text: text + ACCEPTED, params };
 }
@@ -139,22 +138,30 @@ function upsert(row: Row, set: [string, SqlValue][], p: Placeholders): SqlStatem
     throw new LockConfigError("upsert table", ["a table named excluded cannot be upserted safely"]);
   }
   const { params, bind } = binder(p);
-  const columns = [...row.key, ...set, [FENCE, row.fence] as [string, SqlValue]];
-  const values = columns.map(([, v]) => bind(v)).join(", ");
+  const columns = [...row.key, ...set];
+  const values = [...columns.map(([, v]) => bind(v)), bigint(bind(row.fence))].join(", ");
   const updates = [...set.map(([c]) => c), FENCE].map((c) => `${c} = excluded.${c}`).join(", ");
-  const text = `INSERT INTO ${row.table} (${columns.map(([c]) => c).join(", ")}) VALUES (${values}) ` +
+  const text = `INSERT INTO ${row.table} (${[...columns.map(([c]) => c), FENCE].join(", ")}) VALUES (${values}) ` +
     `ON CONFLICT (${row.key.map(([c]) => c).join(", ")}) DO UPDATE SET ${updates} ` +
-    `WHERE COALESCE(${row.table}.${FENCE}, 0) <= excluded.${FENCE}${ACCEPTED}`;
+    `WHERE ${bigint(`COALESCE(${row.table}.${FENCE}, 0)`)} <= ${bigint(`excluded.${FENCE}`)}${ACCEPTED}`;
   return { text, params };
 }
 
+/**
+ * Fences are compared and stored as integers whatever the column's type or a driver's binding:
+ * SQLite sorts any number below text, and D1 binds numbers as REAL, which a TEXT column rounds.
+ */
+const bigint = (value: string) => `CAST(${value} AS BIGINT)`;
+
+// Qualified: D1 takes a double-quoted name that is no column for a string, so a misspelled key
+// column would compare two strings instead of failing.
 function match(row: Row, bind: (value: SqlValue) => string): string {
-  return row.key.map(([column, value]) => `${column} = ${bind(value)}`).join(" AND ");
+  return row.key.map(([column, value]) => `${row.table}.${column} = ${bind(value)}`).join(" AND ");
 }
 
 function report(row: Row, p: Placeholders): SqlStatement {
   const { params, bind } = binder(p);
-  return { text: `SELECT COUNT(*) AS "rows", MAX(${FENCE}) AS ${FENCE} FROM ${row.table} WHERE ${match(row, bind)}`, params };
+  return { text: `SELECT COUNT(*) AS "rows", MAX(${bigint(FENCE)}) AS ${FENCE} FROM ${row.table} WHERE ${match(row, bind)}`, params };
 }
 
 /** Refuses keys the statement would ignore: a misspelled `where` must not drop the guard. */
