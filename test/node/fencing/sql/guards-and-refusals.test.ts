@@ -100,6 +100,27 @@ describe("fenced SQL on real SQLite (D1 in workerd)", () => {
     expect(await rows(t)).toEqual([{ id: "a", value: "keep", remaining: 0, fence: F }]);
   });
 
+  // D1 binds numbers as REAL: a TEXT column kept them as 15-digit text, rounded, and compared them as text.
+  it("compares fences as integers in a TEXT fence column: a holder's own write passes, an older upsert is refused", async () => {
+    const t = `text_fence_${Date.now()}`;
+    await ok({ op: "exec", statements: [`CREATE TABLE "${t}" (id TEXT PRIMARY KEY, value TEXT, fence TEXT)`] });
+    const [older, newer] = [F + 1_234_561, F + 1_234_567];
+    await ok(claim(t, "a", newer, true));
+    expect(await ok(write(t, "a", "by the holder", newer))).toEqual({ accepted: true });
+    expect(await refused(write(t, "a", "stale", older, true), "StaleFenceError")).toMatchObject({ highestFence: newer });
+    expect(await ok({ op: "query", sql: `SELECT value, fence FROM "${t}"` })).toEqual([{ value: "by the holder", fence: String(newer) }]);
+  });
+
+  // D1 takes a double-quoted name that is no column for a string literal.
+  it("fails a write whose key names no column, rather than reporting the row missing or writing another", async () => {
+    const t = await table({ id: "invoice_id", value: "keep", fence: F });
+    for (const value of ["42", "invoice_id"]) {
+      const reply = await call({ op: "write", write: { table: t, key: { invoice_id: value }, set: { value: "x" }, fence: F + 1 } });
+      expect(reply).toMatchObject({ ok: false, error: { message: expect.stringMatching(/no such column/) } });
+    }
+    expect(await rows(t)).toEqual([{ id: "invoice_id", value: "keep", remaining: 0, fence: F }]);
+  });
+
   it("refuses fences that no lease could carry (0, -1, 1.5, 2^53, \"12\") with LockConfigError, table untouched", async () => {
     const t = await table({ id: "a", value: "keep", fence: 0 });
     for (const fence of [0, -1, 1.5, 2 ** 53, "12"] as unknown as number[]) {
@@ -140,5 +161,12 @@ describe("fencedWrite and fencedClaim options", () => {
   it("rejects, rather than throws, when the write itself is bad", async () => {
     const written = fencedWrite(recordingDb(), { ...claim, set: {} });
     await expect(written).rejects.toThrow(LockConfigError);
+  });
+
+  // A D1 binding misnamed in wrangler.toml is undefined.
+  it("says what a database must be when it is given none", async () => {
+    for (const db of [undefined, {}]) {
+      await expect(fencedClaim(db as never, claim)).rejects.toThrow(/Invalid fenced SQL database: expected a D1 database/);
+    }
   });
 });

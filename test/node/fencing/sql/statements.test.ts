@@ -95,13 +95,16 @@ describe("fenced SQL text", () => {
 
   // SQLite also reads #name as a named parameter (tokenize.c: '#' is CC_VARALPHA), so it would take
   // a position and shift the fence's.
-  it("sql`...` refuses SQLite's #name and #::name parameters like :name, @name and $name", () => {
+  it("sql`...` refuses SQLite's #name, #::name and @name parameters like :name and $name, not Postgres' @> or #", () => {
     expect(() => sql`remaining - #qty`).toThrow(LockConfigError);
     expect(() => fencedWriteSql({ table: "events", key: { id: "e" }, fence: F, set: { remaining: sql`remaining - #qty` } }))
       .toThrow(/placeholder/);
     expect(() => sql`remaining - #é`).toThrow(LockConfigError); // any byte above 0x7F is a name character
     expect(() => sql`remaining - #::qty`).toThrow(LockConfigError); // a Tcl-style name, not a cast
     expect(() => sql`flags # ${1}`).not.toThrow(); // Postgres XOR
+    expect(() => sql`remaining - @qty`).toThrow(/placeholder/);
+    // Postgres' containment and text-search operators are no parameters to either database.
+    expect(() => sql`meta @> ${"{}"}::jsonb AND ${"{}"}::jsonb <@ meta AND body @@ to_tsquery(${"x"})`).not.toThrow();
   });
 
   it("refuses bad writes before building anything", () => {
