@@ -34,6 +34,7 @@ export class Lease implements AsyncDisposable {
   #lost: LockLostError | undefined;
   #lostWhy: string | undefined;
   #release: Promise<ReleaseOutcome> | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(init: LeaseInit, backend: LeaseBackend) {
     this.name = init.name;
@@ -114,6 +115,7 @@ export class Lease implements AsyncDisposable {
   /** Marks the lease lost for good; the first reason given is the one reported. */
   #end(why: string): void {
     this.#lostWhy ??= why;
+    clearTimeout(this.#timer);
     if (this.#controller && !this.#controller.signal.aborted) this.#controller.abort(this.#lostError());
   }
 
@@ -122,11 +124,13 @@ export class Lease implements AsyncDisposable {
     return (this.#lost ??= new LockLostError(this.name, this.fence, this.#lostWhy!));
   }
 
-  // A timeout signal keeps no process alive but cannot be cleared, so one runs at a time; fired
-  // before a deadline (moved, or not quite reached), it waits on for the rest.
+  // One timer at a time; fired before a deadline (moved, or not quite reached), it waits on for the
+  // rest. Cleared as the lease ends, and unref'd where the runtime can: a lease keeps no process
+  // running (AbortSignal.timeout kept Deno running until the deadline, release or not).
   #watch(): void {
     const waitMs = Math.ceil(this.remainingMs());
     if (!waitMs) return this.#end("it lapsed before a heartbeat extended it");
-    AbortSignal.timeout(waitMs).addEventListener("abort", () => this.#watch());
+    const timer = (this.#timer = setTimeout(() => this.#watch(), waitMs));
+    (timer as { unref?: () => void }).unref?.() ?? (globalThis as { Deno?: { unrefTimer(id: unknown): void } }).Deno?.unrefTimer(timer);
   }
 }
