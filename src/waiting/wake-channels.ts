@@ -13,18 +13,21 @@ export type ChannelFor = (lockKey: string) => WakeChannel;
  * which from the ticket.
  */
 export function wakeChannels(redis: RedisClient, warn: (message: string) => void): ChannelFor {
-  const id = newToken();
+  // Ids are drawn at the first wait: Workers refuse random values in global scope, where an app may
+  // build its lock set.
   if (!redis.ssubscribe) {
     const channelAt = (address: string) => wakeChannel({ address, open: () => opened(() => redis.subscribe?.(`fencelock.${address}`), warn) }, warn);
     // On Workers each wait has a channel of its own: a stream another request opened ends with it.
     if (ON_WORKERS) return () => channelAt(newToken());
-    const shared = channelAt(id);
-    return () => shared;
+    let shared: WakeChannel | undefined;
+    return () => (shared ??= channelAt(newToken()));
   }
+  let id: string | undefined;
   const perLock = new Map<string, WakeChannel>();
   return (lockKey) => {
     let channel = perLock.get(lockKey);
     if (!channel) {
+      id ??= newToken();
       // Named by the lock key from its hash tag on, as release.lua names it: in the lock's slot,
       // and the same under a key prefix the client adds (ioredis keyPrefix).
       const shard = `fencelock.${id}:${lockKey.slice(lockKey.indexOf("{"))}`;

@@ -157,6 +157,16 @@ describe("concurrent waits on one lock set in workerd", () => {
   });
 });
 
+describe("a lock set built in a Worker's global scope", () => {
+  // Workers refuse random values there: a lock set that drew an id at once kept the Worker from loading.
+  it("loads, and takes and releases locks in requests", async () => {
+    const name = crypto.randomUUID();
+    const first = (await (await post(`/global/${name}`)).json()) as { fence: number };
+    const second = (await (await post(`/global/${name}`)).json()) as { fence: number };
+    expect(second.fence).toBeGreaterThan(first.fence);
+  });
+});
+
 describe("guardFetch in workerd", () => {
   it("releases after a throwing handler (in the background via waitUntil)", async () => {
     expect((await worker.fetch("/plain/c1", { method: "DELETE" })).status).toBe(500);
