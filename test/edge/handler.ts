@@ -65,14 +65,16 @@ app.post("/contend/:wake", async (c) => {
   return c.json({ holderFence: holder.fence, fence: waiter.fence, attempts: attempts.n, channels, waitedMs, state });
 });
 
-// lease.signal aborts by itself when a lease lapses unextended (AbortSignal.timeout underneath),
-// and with it a fencedFetch made under the lease to a service that never answers.
+// lease.signal aborts by itself when a lease lapses unextended (a timer underneath), and with it a
+// fencedFetch made under the lease to a service that never answers.
 app.post("/lapse", async (c) => {
   const lease = await locksWith(redis(), 300).acquire("lapse");
   const started = performance.now();
+  const trustedMs = lease.remainingMs();
   const fetched = await fencedFetch(lease, `${process.env.BLOBS_URL}/hang`).then(() => "answered", (error: unknown) => error);
   return c.json({
     afterMs: performance.now() - started,
+    trustedMs,
     aborted: lease.signal.aborted,
     reason: errorName(lease.signal.reason),
     fetchRejectedWithReason: fetched === lease.signal.reason,

@@ -34,17 +34,18 @@ describe("validity on the client", () => {
     const heartbeatSha1 = scriptSha1(scripts.heartbeat);
     const slowHeartbeatRequests: RedisClient = {
       evalsha: async (sha, keys, args) => {
-        if (sha === heartbeatSha1) await sleep(350); // on its way to Redis
+        if (sha === heartbeatSha1) await sleep(1_000); // on its way to Redis
         return await real.evalsha(sha, keys, args);
       },
       eval: (text, keys, args) => real.eval(text, keys, args),
     };
-    const locks = createLocks({ redis: slowHeartbeatRequests, prefix, leaseMs: 1_000 });
+    const locks = createLocks({ redis: slowHeartbeatRequests, prefix, leaseMs: 3_000 });
     const outer = await locks.acquire("job");
-    const inner = await locks.acquire("job", { owner: outer.owner, leaseMs: 100 }); // trusts the lock's ~1 s TTL
-    await sleep(inner.remainingMs() - 500);
+    const inner = await locks.acquire("job", { owner: outer.owner, leaseMs: 100 }); // trusts the lock's ~3 s TTL
+    await sleep(inner.remainingMs() - 1_600);
     const deadline = performance.now() + inner.remainingMs();
-    // The heartbeat lands ~350 ms later, finds ~160 ms of TTL (>= 100: not extended) and answers it.
+    // The heartbeat lands ~1 s later, finds ~600 ms of TTL (>= 100: not extended) and answers it:
+    // counted from when it was sent, that ends before the reply is in. The old deadline is ~600 ms off.
     const outcome = await inner.heartbeat().then(() => "ok", (error: unknown) => error);
     const leftBefore = deadline - performance.now();
     const held = await createLocks({ redis: upstash(), prefix }).inspect("job");
