@@ -114,8 +114,8 @@ export class QuorumUnavailableError extends LockUnavailableError {
   declare readonly failures: readonly string[];
   constructor(what: string, nodes: number, answered: number, granted: number, failures: readonly string[]) {
     super(
-      `${what}: ${answered} of ${nodes} Redis nodes answered and ${granted} granted, but a majority is ` +
-        `${Math.floor(nodes / 2) + 1}. ${failures.join(" ")}`,
+      `${what}: no majority agreed (${answered} of ${nodes} Redis nodes answered, ${granted} said yes; ` +
+        `a majority is ${Math.floor(nodes / 2) + 1}). ${failures.join(" ")}`,
       "QUORUM_UNAVAILABLE",
     );
     this.nodes = nodes;

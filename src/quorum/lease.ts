@@ -28,9 +28,10 @@ export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockB
       const [verdict, answers] = await verdictOf(`Heartbeat of "${lease.name}"`, calls);
       if (verdict === "no") return null;
       // Every node that says no, before the majority said yes or after, is repaired, with the
-      // holds the others count (a reentrant lease's second hold must not free it there).
+      // holds the others count (a reentrant lease's second hold must not free it there); so is one
+      // that counts fewer (a join's request to it was lost), or releasing one hold would free it there.
       const holds = Math.max(1, ...answers.flatMap((a) => (a && "reply" in a && isYes(a.reply) ? [a.reply[2]] : [])));
-      calls.forEach((call, node) => call.then((reply) => isYes(reply) || repair(nodes[node]!, lease, leaseMs, holds), () => undefined));
+      calls.forEach((call, node) => call.then((reply) => (isYes(reply) && reply[2] >= holds) || repair(nodes[node]!, lease, leaseMs, holds), () => undefined));
       // Held while a majority holds it: the majority-th longest TTL.
       return answers.flatMap((a) => (a && "reply" in a && isYes(a.reply) ? [a.reply[1]] : [])).sort((a, b) => b - a)[majority - 1]!;
     },
