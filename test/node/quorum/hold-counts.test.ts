@@ -1,43 +1,27 @@
 // Quorum mode: a reentrant join whose request to one node was lost leaves that node counting one
 // hold fewer. Releasing one of the two holds then frees the lock there, and the other lease, still
 // valid, would stand on fewer nodes than it trusts: a heartbeat gives that node the count again.
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { createLocks } from "../../../src/index.ts";
 import { fromIoredis } from "../../../src/ioredis.ts";
-import { startRedisServer, type RedisServer } from "../../../src/local/index.ts";
 import { lockKeys } from "../../support/lock-keys.ts";
+import { privateServers } from "../../support/quorum/private-servers.ts";
 import { steered } from "../../support/quorum/steered-client.ts";
 import { until } from "../../support/until.ts";
 import { uniquePrefix } from "../../support/upstash.ts";
 
-let servers: RedisServer[] = [];
-const connections: Redis[] = [];
-beforeAll(async () => {
-  for (let i = 0; i < 3; i++) servers.push(await startRedisServer());
-});
-afterAll(async () => {
-  connections.forEach((connection) => connection.disconnect());
-  await Promise.all(servers.map((server) => server.stop()));
-  servers = [];
-});
-
-const connect = (server: RedisServer) => {
-  const connection = new Redis(server.url);
-  connections.push(connection);
-  return connection;
-};
+const rig = privateServers(3);
 
 it("a heartbeat gives a node the holds a lost join left it short of, so releasing one hold keeps the other on every node", async () => {
   const prefix = uniquePrefix("hold-counts");
-  const nodes = servers.map((server) => steered(fromIoredis(connect(server))));
+  const nodes = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
   const locks = createLocks({ redis: nodes.map((node) => node.client), prefix, leaseMs: 10_000, timeoutMs: 500 });
   const outer = (await locks.tryAcquire("r"))!;
   nodes[1]!.steer = (script) => (script === "acquire" ? "lost" : undefined);
   const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
   nodes[1]!.steer = undefined;
   const { lock } = lockKeys(prefix, "r");
-  const admins = servers.map(connect);
+  const admins = rig.servers.map(rig.connect);
   const holds = () => Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))));
   expect(await holds()).toEqual([2, 1, 2]);
   await outer.heartbeat();
@@ -45,7 +29,7 @@ it("a heartbeat gives a node the holds a lost join left it short of, so releasin
   expect(await inner.release()).toBe("released");
   expect(await holds()).toEqual([1, 1, 1]);
   // Another owner, even one cut off from node 2, finds the lock held.
-  const other = servers.map((server) => steered(fromIoredis(connect(server))));
+  const other = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
   other[2]!.steer = () => "lost";
   expect(await createLocks({ redis: other.map((node) => node.client), prefix, timeoutMs: 500 }).tryAcquire("r")).toBeNull();
   expect(await outer.release()).toBe("released");

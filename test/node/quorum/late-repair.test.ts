@@ -1,34 +1,20 @@
 // Quorum mode: a heartbeat's repair of a node that lost the lease, held up in the network until
 // the lease was released and another owner had held the lock, must not leave that node holding the
 // old fence, where a reentrant acquire would find it again: fences never go back.
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createLocks } from "../../../src/index.ts";
 import { fromIoredis } from "../../../src/ioredis.ts";
-import { startRedisServer, type RedisServer } from "../../../src/local/index.ts";
 import { lockKeys } from "../../support/lock-keys.ts";
+import { privateServers } from "../../support/quorum/private-servers.ts";
 import { steered } from "../../support/quorum/steered-client.ts";
 import { until } from "../../support/until.ts";
 import { uniquePrefix } from "../../support/upstash.ts";
 
-let servers: RedisServer[] = [];
-const connections: Redis[] = [];
-beforeAll(async () => {
-  for (let i = 0; i < 3; i++) servers.push(await startRedisServer());
-});
-afterAll(async () => {
-  connections.forEach((connection) => connection.disconnect());
-  await Promise.all(servers.map((server) => server.stop()));
-  servers = [];
-});
+const rig = privateServers(3);
 
 /** A client's view of the three nodes: connections of its own, each steerable. */
 function client() {
-  return servers.map((server) => {
-    const connection = new Redis(server.url);
-    connections.push(connection);
-    return steered(fromIoredis(connection));
-  });
+  return rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
 }
 
 describe("a late repair in quorum mode", () => {
@@ -52,8 +38,7 @@ describe("a late repair in quorum mode", () => {
     o[2]!.steer = (script) => (script === "release" ? "lost" : undefined);
     const released = first.release().catch(() => "unknown");
     const { lock } = lockKeys(prefix, "r");
-    const [node0, node1] = servers.slice(0, 2).map((server) => new Redis(server.url));
-    connections.push(node0!, node1!);
+    const [node0, node1] = rig.servers.slice(0, 2).map(rig.connect);
     await until(async () => (await node0!.exists(lock)) === 0, 5_000);
     // Another owner, cut off from node 2, holds the lock on nodes 0 and 1, and releases it.
     a[2]!.steer = () => "lost";
