@@ -27,11 +27,7 @@ export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockB
       const calls = nodes.map((run) => run(scripts.heartbeat, lease.name, args, lease.owner));
       const [verdict, answers] = await verdictOf(`Heartbeat of "${lease.name}"`, calls);
       if (verdict === "no") return null;
-      // Every node that says no, before the majority said yes or after, is repaired, with the
-      // holds the others count (a reentrant lease's second hold must not free it there); so is one
-      // that counts fewer (a join's request to it was lost), or releasing one hold would free it there.
-      const holds = Math.max(1, ...answers.flatMap((a) => (a && "reply" in a && isYes(a.reply) ? [a.reply[2]] : [])));
-      calls.forEach((call, node) => call.then((reply) => (isYes(reply) && reply[2] >= holds) || repair(nodes[node]!, lease, leaseMs, holds), () => undefined));
+      void repairOnceSettled(nodes, calls, lease, leaseMs, majority);
       // Held while a majority holds it: the majority-th longest TTL.
       return answers.flatMap((a) => (a && "reply" in a && isYes(a.reply) ? [a.reply[1]] : [])).sort((a, b) => b - a)[majority - 1]!;
     },
@@ -44,6 +40,19 @@ export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockB
       return verdict === "yes" ? "released" : "expired";
     },
   };
+}
+
+/**
+ * Once every node has answered: each that said no is repaired, with the holds a majority counts (a
+ * reentrant lease's second hold must not free it there), and so is one that counts fewer (a join's
+ * request to it was lost). A majority's count, not the highest: a release lost on one node must not
+ * raise the others, or the lock would stay held after every release.
+ */
+async function repairOnceSettled(nodes: readonly Run[], calls: readonly Promise<Integers>[], lease: HeldLease, leaseMs: number, majority: number) {
+  const replies = (await Promise.allSettled(calls)).map((settled) => (settled.status === "fulfilled" ? settled.value : undefined));
+  const counts = replies.flatMap((reply) => (reply && isYes(reply) ? [reply[2]] : [])).sort((a, b) => b - a);
+  const holds = Math.max(1, counts[majority - 1] ?? 0);
+  replies.forEach((reply, node) => reply && !(isYes(reply) && reply[2] >= holds) && repair(nodes[node]!, lease, leaseMs, holds));
 }
 
 /**

@@ -34,3 +34,26 @@ it("a heartbeat gives a node the holds a lost join left it short of, so releasin
   expect(await createLocks({ redis: other.map((node) => node.client), prefix, timeoutMs: 500 }).tryAcquire("r")).toBeNull();
   expect(await outer.release()).toBe("released");
 });
+
+it("a release lost on one node does not raise the others' holds, so the lock is free after every release", async () => {
+  const prefix = uniquePrefix("hold-counts-lost-release");
+  const nodes = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
+  const locks = createLocks({ redis: nodes.map((node) => node.client), prefix, leaseMs: 10_000, timeoutMs: 500 });
+  const { lock } = lockKeys(prefix, "r");
+  const admins = rig.servers.map(rig.connect);
+  const holds = () => Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))));
+  const outer = (await locks.tryAcquire("r"))!;
+  const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
+  // The call returns on a majority; the last node's join lands just after.
+  await until(async () => (await holds()).join() === "2,2,2", 5_000);
+  nodes[0]!.steer = (script) => (script === "release" ? "lost" : undefined);
+  expect(await inner.release()).toBe("released");
+  nodes[0]!.steer = undefined;
+  await until(async () => (await holds()).join() === "2,1,1", 5_000);
+  await outer.heartbeat();
+  expect(await outer.release()).toBe("released");
+  // Only the node that missed a release still holds: a majority is free.
+  const next = await createLocks({ redis: rig.servers.map((server) => fromIoredis(rig.connect(server))), prefix }).tryAcquire("r");
+  expect(next?.fence).toBeGreaterThan(outer.fence);
+  await next?.release();
+});
