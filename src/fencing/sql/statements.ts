@@ -126,7 +126,7 @@ function update(row: Row, set: [string, SqlValue | SqlExpression][], where: SqlE
   // Fenced row by row, a key that matched several rows could write one under a fence another
   // has seen exceeded: such a key writes none (the report says why). A NULL fence counts as 0.
   let text = `UPDATE ${row.table} SET ${assignments}${FENCE} = ${bigint(bind(row.fence))} WHERE ${match(row, bind)}` +
-    ` AND ${bigint(`COALESCE(${FENCE}, 0)`)} <= ${bigint(bind(row.fence))} AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
+    ` AND ${stored(FENCE)} <= ${bigint(bind(row.fence))} AND (SELECT COUNT(*) FROM ${row.table} WHERE ${match(row, bind)}) = 1`;
   if (where !== undefined) text += ` AND (${renderExpression(where, bind)})`;
   return { text: text + ACCEPTED, params };
 }
@@ -143,7 +143,7 @@ function upsert(row: Row, set: [string, SqlValue][], p: Placeholders): SqlStatem
   const updates = [...set.map(([c]) => c), FENCE].map((c) => `${c} = excluded.${c}`).join(", ");
   const text = `INSERT INTO ${row.table} (${[...columns.map(([c]) => c), FENCE].join(", ")}) VALUES (${values}) ` +
     `ON CONFLICT (${row.key.map(([c]) => c).join(", ")}) DO UPDATE SET ${updates} ` +
-    `WHERE ${bigint(`COALESCE(${row.table}.${FENCE}, 0)`)} <= ${bigint(`excluded.${FENCE}`)}${ACCEPTED}`;
+    `WHERE ${stored(`${row.table}.${FENCE}`)} <= ${bigint(`excluded.${FENCE}`)}${ACCEPTED}`;
   return { text, params };
 }
 
@@ -153,6 +153,13 @@ function upsert(row: Row, set: [string, SqlValue][], p: Placeholders): SqlStatem
  */
 const bigint = (value: string) => `CAST(${value} AS BIGINT)`;
 
+/**
+ * A row's fence as an integer, NULL as 0. Through DOUBLE PRECISION first: a TEXT column may hold
+ * what an older fencelock stored there, such as '1.785000002e+15', which SQLite would cast to 1.
+ * Exact on SQLite and Postgres, as fences stay below 2^53.
+ */
+const stored = (column: string) => bigint(`CAST(COALESCE(${column}, 0) AS DOUBLE PRECISION)`);
+
 // Qualified: D1 takes a double-quoted name that is no column for a string, so a misspelled key
 // column would compare two strings instead of failing.
 function match(row: Row, bind: (value: SqlValue) => string): string {
@@ -161,7 +168,7 @@ function match(row: Row, bind: (value: SqlValue) => string): string {
 
 function report(row: Row, p: Placeholders): SqlStatement {
   const { params, bind } = binder(p);
-  return { text: `SELECT COUNT(*) AS "rows", MAX(${bigint(FENCE)}) AS ${FENCE} FROM ${row.table} WHERE ${match(row, bind)}`, params };
+  return { text: `SELECT COUNT(*) AS "rows", MAX(${stored(FENCE)}) AS ${FENCE} FROM ${row.table} WHERE ${match(row, bind)}`, params };
 }
 
 /** Refuses keys the statement would ignore: a misspelled `where` must not drop the guard. */

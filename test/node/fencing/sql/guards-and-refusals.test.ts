@@ -109,6 +109,9 @@ describe("fenced SQL on real SQLite (D1 in workerd)", () => {
     expect(await ok(write(t, "a", "by the holder", newer))).toEqual({ accepted: true });
     expect(await refused(write(t, "a", "stale", older, true), "StaleFenceError")).toMatchObject({ highestFence: newer });
     expect(await ok({ op: "query", sql: `SELECT value, fence FROM "${t}"` })).toEqual([{ value: "by the holder", fence: String(newer) }]);
+    // What an older fencelock left in such a column: a REAL's text, which a plain CAST reads as 1.
+    await ok({ op: "query", sql: `INSERT INTO "${t}" (id, value, fence) VALUES ('b', 'kept', '1.785000002e+15')` });
+    expect(await refused(write(t, "b", "stale", F), "StaleFenceError")).toMatchObject({ highestFence: 1_785_000_002_000_000 });
   });
 
   // D1 takes a double-quoted name that is no column for a string literal.
