@@ -10,11 +10,11 @@ export const root = fileURLToPath(new URL("..", import.meta.url));
 export type AppCommand = (server: LocalUpstash) => Promise<{ command: string; args: string[]; env?: Record<string, string> }>;
 
 export async function runWithLocalUpstash(app: AppCommand): Promise<never> {
-  // Listened for from the start, SIGHUP too (a closed terminal): Node would die of any of them
-  // without stopping the server's redis-server, or the app.
+  // Listened for from the start, SIGHUP too (a closed terminal), and every time (an impatient second
+  // Ctrl-C): Node would die of any of them without stopping the server's redis-server, or the app.
   let stopped = false;
   let stopApp: () => unknown = () => undefined;
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => ((stopped = true), stopApp()));
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => ((stopped = true), stopApp()));
   const server = await startLocalUpstash();
   let code = 0;
   try {

@@ -17,6 +17,7 @@ beforeAll(async () => {
   admin = new Redis(server.url);
   await admin.acl("SETUSER", "app", "on", ">pw", "~*", "+@all", "resetchannels");
   await admin.acl("SETUSER", "orders", "on", ">pw", "~orders:*", "+@all");
+  await admin.acl("SETUSER", "scripts-only", "on", ">pw", "~*", "+eval", "+evalsha");
 });
 afterAll(async () => {
   await Promise.all(closers.map((close) => close()));
@@ -66,7 +67,22 @@ describe("an ACL user that may not use fencelock's keys, and a wrong password", 
     const client = new Redis(server.url.replace("redis://", "redis://orders:pw@"));
     closers.push(() => client.quit());
     const denied = await createLocks({ redis: fromIoredis(client), prefix: uniquePrefix("acl-keys") }).tryAcquire("gate").catch((error: unknown) => error);
-    expect(String(denied)).toMatch(/NOPERM.*an ACL user needs \+evalsha \+eval ~prefix:\*/);
+    const hint = /an ACL user needs ~prefix:\* \+eval \+evalsha \+@read \+@write \+time\)\.$/;
+    expect(String(denied)).toMatch(/NOPERM/);
+    expect(String(denied)).toMatch(hint);
+    // Allowed the scripts but not the commands they run: Redis 7 answers otherwise.
+    const scriptsOnly = new Redis(server.url.replace("redis://", "redis://scripts-only:pw@"));
+    closers.push(() => scriptsOnly.quit());
+    const refusedInside = await createLocks({ redis: fromIoredis(scriptsOnly), prefix: uniquePrefix("acl-cmds") }).tryAcquire("gate").catch((error: unknown) => error);
+    expect(String(refusedInside)).toMatch(/can't run this command/);
+    expect(String(refusedInside)).toMatch(hint);
+    // The rights the hint names are enough.
+    const prefix = uniquePrefix("acl-enough");
+    await admin.acl("SETUSER", "enough", "on", ">pw", `~${prefix}:*`, "+eval", "+evalsha", "+@read", "+@write", "+time");
+    const enough = new Redis(server.url.replace("redis://", "redis://enough:pw@"));
+    closers.push(() => enough.quit());
+    const lease = await createLocks({ redis: fromIoredis(enough), prefix }).acquire("gate");
+    expect(await lease.release()).toBe("released");
     const wrong = new Redis(server.url.replace("redis://", "redis://app:wrong@"), { retryStrategy: () => null });
     wrong.on("error", () => {});
     closers.push(() => wrong.disconnect());
