@@ -43,15 +43,17 @@ export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockB
 }
 
 /**
- * Once every node has answered: each that said no is repaired, with the holds a majority counts (a
- * reentrant lease's second hold must not free it there), and so is one that counts fewer (a join's
- * request to it was lost). A majority's count, not the highest: a release lost on one node must not
- * raise the others, or the lock would stay held after every release.
+ * Once every node has answered: each that said no is repaired, with the lease's holds (a reentrant
+ * lease's second hold must not free it there), and so is one that counts fewer (a join's request to
+ * it was lost). When every node said yes, the lease's holds are what a majority counts: a release
+ * lost on one node must not raise the others, or the lock would stay held after every release.
+ * Otherwise a lost join and a lost release look alike, and the highest count is the safe one: one
+ * too many keeps the lock until its lease lapses, one too few frees it under a valid lease.
  */
 async function repairOnceSettled(nodes: readonly Run[], calls: readonly Promise<Integers>[], lease: HeldLease, leaseMs: number, majority: number) {
   const replies = (await Promise.allSettled(calls)).map((settled) => (settled.status === "fulfilled" ? settled.value : undefined));
   const counts = replies.flatMap((reply) => (reply && isYes(reply) ? [reply[2]] : [])).sort((a, b) => b - a);
-  const holds = Math.max(1, counts[majority - 1] ?? 0);
+  const holds = Math.max(1, counts.length === nodes.length ? counts[majority - 1]! : counts[0] ?? 0);
   replies.forEach((reply, node) => reply && !(isYes(reply) && reply[2] >= holds) && repair(nodes[node]!, lease, leaseMs, holds));
 }
 

@@ -57,3 +57,25 @@ it("a release lost on one node does not raise the others' holds, so the lock is 
   expect(next?.fence).toBeGreaterThan(outer.fence);
   await next?.release();
 });
+
+it("after a lost join and a node that lost its data, a heartbeat gives both the lease's holds", async () => {
+  const prefix = uniquePrefix("hold-counts-restart");
+  const nodes = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
+  const locks = createLocks({ redis: nodes.map((node) => node.client), prefix, leaseMs: 10_000, timeoutMs: 500 });
+  const { lock } = lockKeys(prefix, "r");
+  const admins = rig.servers.map(rig.connect);
+  const holds = () => Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))));
+  const outer = (await locks.tryAcquire("r"))!;
+  nodes[1]!.steer = (script) => (script === "acquire" ? "lost" : undefined);
+  const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
+  nodes[1]!.steer = undefined;
+  await admins[2]!.del(lock); // node 2 restarted empty, as far as this lock goes
+  expect(await holds()).toEqual([2, 1, 0]);
+  // Only nodes 0 and 1 say yes, with counts 2 and 1: a lost join and a lost release look alike.
+  await outer.heartbeat();
+  await until(async () => (await holds()).join() === "2,2,2", 5_000);
+  expect(await inner.release()).toBe("released");
+  const other = createLocks({ redis: rig.servers.map((server) => fromIoredis(rig.connect(server))), prefix });
+  expect(await other.tryAcquire("r")).toBeNull();
+  expect(await outer.release()).toBe("released");
+});
