@@ -1,6 +1,6 @@
-// Quorum mode: a reentrant join whose request to one node was lost leaves that node counting one
-// hold fewer. Releasing one of the two holds then frees the lock there, and the other lease, still
-// valid, would stand on fewer nodes than it trusts: a heartbeat gives that node the count again.
+// Quorum mode: each node counts a reentrant lease's holds, and a lost request leaves one node off
+// by one. Short after a lost join, releasing one hold frees the lock there under a valid lease: a
+// heartbeat gives the node the count again. Over after a lost release, the count must not spread.
 import { expect, it } from "vitest";
 import { createLocks } from "../../../src/index.ts";
 import { fromIoredis } from "../../../src/ioredis.ts";
@@ -12,17 +12,25 @@ import { uniquePrefix } from "../../support/upstash.ts";
 
 const rig = privateServers(3);
 
-it("a heartbeat gives a node the holds a lost join left it short of, so releasing one hold keeps the other on every node", async () => {
-  const prefix = uniquePrefix("hold-counts");
+/** A lock set over the three nodes, each steerable, and each node's hold count of lock "r". */
+function lockSetOn(label: string) {
+  const prefix = uniquePrefix(label);
   const nodes = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
   const locks = createLocks({ redis: nodes.map((node) => node.client), prefix, leaseMs: 10_000, timeoutMs: 500 });
+  const { lock } = lockKeys(prefix, "r");
+  const admins = rig.servers.map(rig.connect);
+  const holds = () => Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))));
+  /** Another client's lock set on the same nodes. */
+  const other = () => createLocks({ redis: rig.servers.map((server) => fromIoredis(rig.connect(server))), prefix, timeoutMs: 500 });
+  return { prefix, nodes, locks, lock, admins, holds, other };
+}
+
+it("a heartbeat gives a node the holds a lost join left it short of, so releasing one hold keeps the other on every node", async () => {
+  const { prefix, nodes, locks, holds } = lockSetOn("hold-counts");
   const outer = (await locks.tryAcquire("r"))!;
   nodes[1]!.steer = (script) => (script === "acquire" ? "lost" : undefined);
   const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
   nodes[1]!.steer = undefined;
-  const { lock } = lockKeys(prefix, "r");
-  const admins = rig.servers.map(rig.connect);
-  const holds = () => Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))));
   expect(await holds()).toEqual([2, 1, 2]);
   await outer.heartbeat();
   await until(async () => (await holds()).every((n) => n === 2), 5_000);
@@ -36,12 +44,7 @@ it("a heartbeat gives a node the holds a lost join left it short of, so releasin
 });
 
 it("a release lost on one node does not raise the others' holds, so the lock is free after every release", async () => {
-  const prefix = uniquePrefix("hold-counts-lost-release");
-  const nodes = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
-  const locks = createLocks({ redis: nodes.map((node) => node.client), prefix, leaseMs: 10_000, timeoutMs: 500 });
-  const { lock } = lockKeys(prefix, "r");
-  const admins = rig.servers.map(rig.connect);
-  const holds = () => Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))));
+  const { nodes, locks, holds, other } = lockSetOn("hold-counts-lost-release");
   const outer = (await locks.tryAcquire("r"))!;
   const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
   // The call returns on a majority; the last node's join lands just after.
@@ -53,18 +56,13 @@ it("a release lost on one node does not raise the others' holds, so the lock is 
   await outer.heartbeat();
   expect(await outer.release()).toBe("released");
   // Only the node that missed a release still holds: a majority is free.
-  const next = await createLocks({ redis: rig.servers.map((server) => fromIoredis(rig.connect(server))), prefix }).tryAcquire("r");
+  const next = await other().tryAcquire("r");
   expect(next?.fence).toBeGreaterThan(outer.fence);
   await next?.release();
 });
 
 it("after a lost join and a node that lost its data, a heartbeat gives both the lease's holds", async () => {
-  const prefix = uniquePrefix("hold-counts-restart");
-  const nodes = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
-  const locks = createLocks({ redis: nodes.map((node) => node.client), prefix, leaseMs: 10_000, timeoutMs: 500 });
-  const { lock } = lockKeys(prefix, "r");
-  const admins = rig.servers.map(rig.connect);
-  const holds = () => Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))));
+  const { nodes, locks, lock, admins, holds, other } = lockSetOn("hold-counts-restart");
   const outer = (await locks.tryAcquire("r"))!;
   nodes[1]!.steer = (script) => (script === "acquire" ? "lost" : undefined);
   const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
@@ -75,7 +73,6 @@ it("after a lost join and a node that lost its data, a heartbeat gives both the 
   await outer.heartbeat();
   await until(async () => (await holds()).join() === "2,2,2", 5_000);
   expect(await inner.release()).toBe("released");
-  const other = createLocks({ redis: rig.servers.map((server) => fromIoredis(rig.connect(server))), prefix });
-  expect(await other.tryAcquire("r")).toBeNull();
+  expect(await other().tryAcquire("r")).toBeNull();
   expect(await outer.release()).toBe("released");
 });
