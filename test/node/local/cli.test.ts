@@ -37,6 +37,18 @@ async function printedEnv(run: ReturnType<typeof fencelock>): Promise<{ url: str
   throw new Error(`fencelock dev printed no URL/token: ${JSON.stringify(run.output())}`);
 }
 
+/** The Redis URL `fencelock dev` printed on stderr (its private redis-server's, password included). */
+function printedRedisUrl(run: ReturnType<typeof fencelock>): string {
+  return /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1] ?? "";
+}
+
+/** Fails unless nothing answers at `redisUrl` any more. */
+async function expectStopped(redisUrl: string): Promise<void> {
+  const probe = new Redis(redisUrl, { lazyConnect: true, retryStrategy: () => null });
+  probe.on("error", () => {});
+  await expect(probe.connect()).rejects.toThrow();
+}
+
 describe("fencelock dev", () => {
   it("prints the env lines, serves @upstash/redis, and exits 0 on SIGTERM, stopping its redis-server", async () => {
     const run = fencelock("dev");
@@ -48,31 +60,27 @@ describe("fencelock dev", () => {
     expect(await redis.get(k)).toBe("from the CLI");
     const config = await rest("/", { body: ["CONFIG", "SET", "protected-mode", "no"], ...server });
     expect(config).toMatchObject({ status: 400, json: { error: expect.stringMatching(/refused[\s\S]*--allow-admin-commands/) } });
-    const redisUrl = /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1];
+    const redisUrl = printedRedisUrl(run);
     expect(redisUrl).toMatch(/^redis:\/\/:[\w-]+@127\.0\.0\.1:\d+$/); // its password, for TCP clients
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(0);
-    const probe = new Redis(redisUrl ?? "", { lazyConnect: true, retryStrategy: () => null });
-    probe.on("error", () => {});
-    await expect(probe.connect()).rejects.toThrow();
+    await expectStopped(redisUrl);
   });
 
   it("exits 0 on SIGHUP (a closed terminal), stopping its redis-server", async () => {
     const run = fencelock("dev");
     await printedEnv(run);
-    const redisUrl = /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1];
+    const redisUrl = printedRedisUrl(run);
     run.child.kill("SIGHUP");
     expect(await run.exited).toBe(0);
-    const probe = new Redis(redisUrl ?? "", { lazyConnect: true, retryStrategy: () => null });
-    probe.on("error", () => {});
-    await expect(probe.connect()).rejects.toThrow();
+    await expectStopped(redisUrl);
   });
 
   // Nothing restarts it: answering 503 "reconnecting" for good would send the user the wrong way.
   it("says so and exits 1 when its redis-server dies (killed, out of memory)", async () => {
     const run = fencelock("dev");
     await printedEnv(run);
-    const redisUrl = /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1] ?? "";
+    const redisUrl = printedRedisUrl(run);
     const redis = new Redis(redisUrl);
     const pid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
     redis.disconnect();
