@@ -7,6 +7,9 @@ export default defineConfig({
     // Generous: tests that compile, bundle or start workerd and Deno must not fail on time alone
     // while other work keeps both cores busy. A hung test still fails, later.
     testTimeout: 120_000,
+    // Most of the run is waiting (leases, TTLs, servers starting), not CPU: two files at a time
+    // halve it on two cores, where vitest's default would run one.
+    maxWorkers: 2,
     hookTimeout: 180_000,
   },
 });
