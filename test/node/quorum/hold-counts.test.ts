@@ -20,23 +20,25 @@ function lockSetOn(label: string) {
   const { lock } = lockKeys(prefix, "r");
   const admins = rig.servers.map(rig.connect);
   const holds = () => Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))));
+  /** Until the nodes count these holds: a call returns on a majority, and the last node's request lands after. */
+  const holdsSettle = (counts: string) => until(async () => (await holds()).join() === counts, 5_000);
   /** Another client's lock set on the same nodes. */
   const other = () => createLocks({ redis: rig.servers.map((server) => fromIoredis(rig.connect(server))), prefix, timeoutMs: 500 });
-  return { prefix, nodes, locks, lock, admins, holds, other };
+  return { prefix, nodes, locks, lock, admins, holds, holdsSettle, other };
 }
 
 it("a heartbeat gives a node the holds a lost join left it short of, so releasing one hold keeps the other on every node", async () => {
-  const { prefix, nodes, locks, holds } = lockSetOn("hold-counts");
+  const { prefix, nodes, locks, holds, holdsSettle } = lockSetOn("hold-counts");
   const outer = (await locks.tryAcquire("r"))!;
+  await holdsSettle("1,1,1");
   nodes[1]!.steer = (script) => (script === "acquire" ? "lost" : undefined);
   const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
   nodes[1]!.steer = undefined;
   expect(await holds()).toEqual([2, 1, 2]);
   await outer.heartbeat();
-  await until(async () => (await holds()).every((n) => n === 2), 5_000);
+  await holdsSettle("2,2,2");
   expect(await inner.release()).toBe("released");
-  // The call returns on a majority; the last node's release lands just after.
-  await until(async () => (await holds()).join() === "1,1,1", 5_000);
+  await holdsSettle("1,1,1");
   // Another owner, even one cut off from node 2, finds the lock held.
   const other = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
   other[2]!.steer = () => "lost";
@@ -45,15 +47,14 @@ it("a heartbeat gives a node the holds a lost join left it short of, so releasin
 });
 
 it("a release lost on one node does not raise the others' holds, so the lock is free after every release", async () => {
-  const { nodes, locks, holds, other } = lockSetOn("hold-counts-lost-release");
+  const { nodes, locks, holdsSettle, other } = lockSetOn("hold-counts-lost-release");
   const outer = (await locks.tryAcquire("r"))!;
   const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
-  // The call returns on a majority; the last node's join lands just after.
-  await until(async () => (await holds()).join() === "2,2,2", 5_000);
+  await holdsSettle("2,2,2");
   nodes[0]!.steer = (script) => (script === "release" ? "lost" : undefined);
   expect(await inner.release()).toBe("released");
   nodes[0]!.steer = undefined;
-  await until(async () => (await holds()).join() === "2,1,1", 5_000);
+  await holdsSettle("2,1,1");
   await outer.heartbeat();
   expect(await outer.release()).toBe("released");
   // Only the node that missed a release still holds: a majority is free.
@@ -63,8 +64,9 @@ it("a release lost on one node does not raise the others' holds, so the lock is 
 });
 
 it("after a lost join and a node that lost its data, a heartbeat gives both the lease's holds", async () => {
-  const { nodes, locks, lock, admins, holds, other } = lockSetOn("hold-counts-restart");
+  const { nodes, locks, lock, admins, holds, holdsSettle, other } = lockSetOn("hold-counts-restart");
   const outer = (await locks.tryAcquire("r"))!;
+  await holdsSettle("1,1,1");
   nodes[1]!.steer = (script) => (script === "acquire" ? "lost" : undefined);
   const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
   nodes[1]!.steer = undefined;
@@ -72,7 +74,7 @@ it("after a lost join and a node that lost its data, a heartbeat gives both the 
   expect(await holds()).toEqual([2, 1, 0]);
   // Only nodes 0 and 1 say yes, with counts 2 and 1: a lost join and a lost release look alike.
   await outer.heartbeat();
-  await until(async () => (await holds()).join() === "2,2,2", 5_000);
+  await holdsSettle("2,2,2");
   expect(await inner.release()).toBe("released");
   expect(await other().tryAcquire("r")).toBeNull();
   expect(await outer.release()).toBe("released");
