@@ -93,7 +93,8 @@ export function sharedSubscriber(connect: () => SubscriberConnection): (channel:
   };
 }
 
-/** Redis 7 gives a new ACL user no channels: a refused SUBSCRIBE says which to grant. */
+/** Redis 7 gives a new ACL user no channels, and @read/@write hold no pub/sub: a refused SUBSCRIBE says what to grant. */
 function withAclHint(error: unknown): unknown {
-  return /NOPERM/.test(String(error)) ? new Error(`${String(error)}; grant this Redis user the channels fencelock.* (ACL rule &fencelock.*)`) : error;
+  const hint = "grant this Redis user the commands and channels push wake-ups use (ACL rules +subscribe +publish &fencelock.*; on a Cluster +ssubscribe +spublish)";
+  return /NOPERM/.test(String(error)) ? new Error(`${String(error)}; ${hint}`) : error;
 }

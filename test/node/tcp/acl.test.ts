@@ -1,5 +1,6 @@
 // A Redis 7 ACL user made the usual way (ACL SETUSER app on >pw ~* +@all) has no pub/sub channel
 // rights (acl-pubsub-default resetchannels): a release still hands the lock over, and waits poll.
+// The rights docs/node.md names are enough for push wake-ups.
 import { Redis } from "ioredis";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -27,14 +28,14 @@ afterAll(async () => {
 
 const asApp = () => server.url.replace("redis://", "redis://app:pw@");
 
-const adapters: [string, () => Promise<RedisClient>][] = [
-  ["fromIoredis", async () => {
-    const client = new Redis(asApp());
+const adapters: [string, (url?: string) => Promise<RedisClient>][] = [
+  ["fromIoredis", async (url = asApp()) => {
+    const client = new Redis(url);
     closers.push(() => client.quit());
     return fromIoredis(client);
   }],
-  ["fromNodeRedis", async () => {
-    const client = await createClient({ url: asApp() }).on("error", () => {}).connect();
+  ["fromNodeRedis", async (url = asApp()) => {
+    const client = await createClient({ url }).on("error", () => {}).connect();
     closers.push(() => client.close());
     return fromNodeRedis(client);
   }],
@@ -54,7 +55,31 @@ describe.each(adapters)("%s as a user without channel rights", (_, adapter) => {
       expect(released).toBe("released");
       expect(lease.fence).toBeGreaterThan(holder.fence);
       expect(await lease.release()).toBe("released");
-      expect(String(warn.mock.calls[0]?.[0])).toMatch(/NOPERM.*grant this Redis user the channels fencelock\.\* \(ACL rule &fencelock\.\*\)/);
+      expect(String(warn.mock.calls[0]?.[0])).toMatch(/NOPERM.*grant this Redis user the commands and channels push wake-ups use \(ACL rules \+subscribe \+publish &fencelock\.\*; on a Cluster \+ssubscribe \+spublish\)/);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+});
+
+describe.each(adapters)("%s as a user with the rights the docs name", (_, adapter) => {
+  it("wakes a waiter by push: no warning, and Redis refused no command or channel", async () => {
+    const prefix = uniquePrefix("acl-push");
+    const user = `push-${prefix}`;
+    await admin.acl("SETUSER", user, "on", ">pw", `~${prefix}:*`, "+eval", "+evalsha", "+@read", "+@write", "+time", "+subscribe", "+publish", "&fencelock.*");
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const redis = await adapter(server.url.replace("redis://", `redis://${user}:pw@`));
+      const holder = await createLocks({ redis, prefix }).acquire("gate");
+      const waiting = createLocks({ redis, prefix }).acquire("gate", { waitMs: 8_000 });
+      // Subscribed before the release, so that the handover goes as a message.
+      await vi.waitFor(async () => expect(await admin.pubsub("CHANNELS", "fencelock.*")).not.toEqual([]), { timeout: 5_000 });
+      expect(await holder.release()).toBe("released");
+      expect((await waiting).fence).toBeGreaterThan(holder.fence);
+      // ioredis's ready check may not run INFO, and says so: not ours.
+      expect(warn.mock.calls.filter(([message]) => String(message).startsWith("fencelock"))).toEqual([]);
+      const refusals = (await admin.acl("LOG")) as unknown[][];
+      expect(refusals.filter((entry) => entry.includes(user) && !entry.includes("info"))).toEqual([]);
     } finally {
       warn.mockRestore();
     }
