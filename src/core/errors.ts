@@ -93,7 +93,7 @@ export class ClockBehindError extends LockUnavailableError {
   declare readonly retryAfterMs: number;
   constructor(lockName: string, retryAfterMs: number) {
     super(
-      `Lock "${lockName}" is free, but the Redis clock is ${retryAfterMs} ms behind its last fence; retry then.`,
+      `Lock "${lockName}" is free, but the Redis clock is behind its last fence; retry in ${retryAfterMs} ms.`,
       "CLOCK_BEHIND",
     );
     this.lockName = lockName;
