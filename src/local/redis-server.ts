@@ -1,6 +1,9 @@
 // Throwaway redis-server processes, for the local server and for tests.
 import { spawn, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { RedisServerNotFoundError, RedisServerStartError } from "./errors.ts";
 import { freePort } from "./free-port.ts";
@@ -57,7 +60,9 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
 async function launch(binary: string, port: number, options: RedisServerOptions): Promise<RedisServer> {
   const { password, args = [], env = {} } = options;
   const redis7 = (await majorVersion(binary)) >= 7;
-  const child = spawn(binary, [...serverArgs(port, options, redis7), ...args], {
+  // Its own dir: Redis loads dump.rdb from its dir at start, and one in the shared temp dir may be anyone's.
+  const dir = await mkdtemp(join(tmpdir(), "fencelock-redis-"));
+  const child = spawn(binary, [...serverArgs(port, dir, options, redis7), ...args], {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...env },
   });
@@ -67,13 +72,14 @@ async function launch(binary: string, port: number, options: RedisServerOptions)
     child.once("exit", (code, signal) => resolve(`exited with ${signal ?? `code ${code}`}`));
   });
   // Node runs no "exit" listener after a fatal signal, but it does on normal exit and uncaught errors.
-  const killOnExit = () => child.kill("SIGKILL");
+  const killOnExit = () => (child.kill("SIGKILL"), rmSync(dir, { recursive: true, force: true }));
   process.on("exit", killOnExit);
   try {
     await waitUntilServing(port, password, child.pid, exited);
   } catch (error) {
     process.off("exit", killOnExit);
     child.kill("SIGKILL");
+    await rm(dir, { recursive: true, force: true });
     const detail = output().trim();
     throw new RedisServerStartError(
       `redis-server (${binary}) on port ${port} did not start: ${(error as Error).message}${detail ? `\n${detail}` : ""}`,
@@ -81,14 +87,17 @@ async function launch(binary: string, port: number, options: RedisServerOptions)
     );
   }
   let stopping: Promise<void> | undefined;
-  const stop = () => (stopping ??= terminate(child, exited).finally(() => process.off("exit", killOnExit)));
+  const stop = () => (stopping ??= terminate(child, exited).finally(() => {
+    process.off("exit", killOnExit);
+    return rm(dir, { recursive: true, force: true });
+  }));
   const auth = password === undefined ? "" : `:${encodeURIComponent(password)}@`;
   return { url: `redis://${auth}127.0.0.1:${port}`, port, stop, exited };
 }
 
-function serverArgs(port: number, { password, enableDebugCommand = false }: RedisServerOptions, redis7: boolean): string[] {
+function serverArgs(port: number, dir: string, { password, enableDebugCommand = false }: RedisServerOptions, redis7: boolean): string[] {
   return ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-    "--daemonize", "no", "--loglevel", "warning", "--dir", tmpdir(), "--protected-mode", "yes",
+    "--daemonize", "no", "--loglevel", "warning", "--dir", dir, "--protected-mode", "yes",
     ...(password === undefined ? [] : ["--requirepass", password]),
     // Redis 7's defaults, spelled out so that no build changes them: no DEBUG, MODULE LOAD or
     // CONFIG SET dir (a client could write files anywhere). Redis 6 refuses these names.

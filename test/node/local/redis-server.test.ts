@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -52,6 +52,36 @@ describe("startRedisServer", () => {
       expect(await client.config("GET", "bind")).toEqual(["bind", "127.0.0.1"]);
     } finally {
       client.disconnect();
+    }
+  });
+
+  // Redis loads dump.rdb from its dir at start, --save "" or not: one left in the temp dir by any
+  // other redis-server (or an earlier one that ran SAVE) must not come back.
+  it("starts empty where the temp dir holds a dump.rdb, and leaves none there", async () => {
+    const temp = mkdtempSync(join(tmpdir(), "fencelock-tmpdir-"));
+    cleanupDirs.push(temp);
+    const tmpdirWas = process.env.TMPDIR;
+    process.env.TMPDIR = temp;
+    try {
+      const first = await startRedisServer();
+      started.push(first);
+      const client = new Redis(first.url);
+      await client.set("left-behind", "1");
+      await client.save();
+      // Where a server of its own dir saved it, put it where a stray one lies.
+      const [, dir] = (await client.config("GET", "dir")) as [string, string];
+      if (dir !== temp) copyFileSync(join(dir, "dump.rdb"), join(temp, "dump.rdb"));
+      client.disconnect();
+      await first.stop();
+      expect(readdirSync(temp)).toEqual(["dump.rdb"]);
+      const second = await startRedisServer();
+      started.push(second);
+      const fresh = new Redis(second.url);
+      expect(await fresh.dbsize()).toBe(0);
+      fresh.disconnect();
+    } finally {
+      process.env.TMPDIR = tmpdirWas;
+      if (tmpdirWas === undefined) delete process.env.TMPDIR;
     }
   });
 
