@@ -2,8 +2,7 @@ import type { HandoffRow } from "../scenarios/handoff.ts";
 import type { ScalingCell } from "../scenarios/scaling.ts";
 import type { Throughput, UncontendedRow } from "../scenarios/uncontended.ts";
 import type { Measured } from "../../scripts/size.ts";
-import { quantile } from "../harness/stats.ts";
-import { kib, num, P99_MIN_SAMPLES, p99, ratio, table } from "./format.ts";
+import { kib, middle, middleHalf, num, P99_MIN_SAMPLES, p99, pairedRatios, ratio, table } from "./format.ts";
 import type { BenchResults } from "./results.ts";
 
 export function uncontendedSection(rows: UncontendedRow[]): string {
@@ -25,29 +24,23 @@ export function uncontendedSection(rows: UncontendedRow[]): string {
 }
 
 /**
- * "155.3 (139–177)": the overall rate, then the 25th and 75th percentile of its rounds. The
- * quartiles, not min–max: on a shared machine one round in sixteen can stall on a neighbour.
+ * "155.3 (139–177)": the mean of the middle half of its rounds, then their quartiles, as the
+ * targets judge it: on a shared machine one round in sixteen can stall on a neighbour.
  */
 export function withSpread(t: Pick<Throughput, "opsPerSec" | "roundOpsPerSec">): string {
   if (t.roundOpsPerSec.length < 2) return num(t.opsPerSec);
-  const sorted = [...t.roundOpsPerSec].sort((a, b) => a - b);
-  return `${num(t.opsPerSec)} (${num(quantile(sorted, 0.25), 0)}–${num(quantile(sorted, 0.75), 0)})`;
+  return middle(middleHalf(t.roundOpsPerSec), 1);
 }
 
 /**
- * "0.97× (0.91–1.04×)": the ratio of the overall rates, then the middle half of the ratios
- * of each round's pair (round r of one library against round r of the other, run moments
- * apart), which shows how much of a difference the machine's noise could hide.
+ * "0.97× (0.91–1.04×)": the ratios of each round's pair (round r of one library against round r
+ * of the other, run moments apart), their middle half's mean, then their quartiles, which show
+ * how much of a difference the machine's noise could hide.
  */
 export function ratioWithSpread(ours: Throughput | undefined, peer: Throughput): string {
-  const overall = ratio(ours?.opsPerSec, peer.opsPerSec);
-  const pairs = (ours?.roundOpsPerSec ?? []).flatMap((rate, i) => {
-    const other = peer.roundOpsPerSec[i];
-    return other ? [rate / other] : [];
-  });
-  if (pairs.length < 2 || ours === peer) return overall;
-  const sorted = pairs.sort((a, b) => a - b);
-  return `${overall} (${num(quantile(sorted, 0.25), 2)}–${num(quantile(sorted, 0.75), 2)}×)`;
+  const pairs = pairedRatios(ours?.roundOpsPerSec ?? [], peer.roundOpsPerSec);
+  if (pairs.length < 2 || ours === peer) return ratio(ours?.opsPerSec, peer.opsPerSec);
+  return middle(middleHalf(pairs), 2, "×");
 }
 
 type Measured5 = Extract<HandoffRow, { available: true }>;

@@ -3,7 +3,6 @@
 import type { Library, LockAdapter } from "../adapters/types.ts";
 import type { RedisStats } from "../harness/commandstats.ts";
 import type { Route } from "../harness/delay-proxy.ts";
-import { round } from "../harness/stats.ts";
 import { sleep } from "../harness/timing.ts";
 import { runContention, type ContentionRun, type Rejoin } from "./contention.ts";
 import { gapMetrics, throughputMetrics, waitMetrics } from "./metrics.ts";
@@ -130,5 +129,5 @@ function figures(run: ContentionRun, connections: number): LatencyRound {
   };
 }
 
-/** New connections per acquire in one round. */
-export const connectionsPerAcquire = (r: LatencyRound): number => round(r.connections / Math.max(1, r.acquires), 3);
+/** New connections per acquire in one round (unrounded: a target judges it). */
+export const connectionsPerAcquire = (r: LatencyRound): number => r.connections / Math.max(1, r.acquires);

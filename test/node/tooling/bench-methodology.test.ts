@@ -5,11 +5,13 @@ import type { Library, LockAdapter } from "../../../bench/adapters/types.ts";
 import type { RedisStats } from "../../../bench/harness/commandstats.ts";
 import { summarize } from "../../../bench/harness/stats.ts";
 import { sleep } from "../../../bench/harness/timing.ts";
-import { p99 } from "../../../bench/report/format.ts";
+import { middleHalf, p99 } from "../../../bench/report/format.ts";
+import { ratioWithSpread, withSpread } from "../../../bench/report/sections.ts";
 import { latencyTargets } from "../../../bench/report/targets-latency.ts";
 import { runContention, type ContentionRun } from "../../../bench/scenarios/contention.ts";
 import type { LatencyResults } from "../../../bench/scenarios/latency.ts";
 import { throughputMetrics, waitMetrics } from "../../../bench/scenarios/metrics.ts";
+import type { Throughput } from "../../../bench/scenarios/uncontended.ts";
 import { runScaling } from "../../../bench/scenarios/scaling.ts";
 
 /** A lock that takes ~1 ms to acquire and never contends (each test keeps its clients apart). */
@@ -85,16 +87,45 @@ describe("target check", () => {
   });
 });
 
+/** A section of a contention run: the client, when it began to wait, and when it got the lock (ms). */
+const section = (client: number, waitStart: number, acquiredAt: number, requests = 1) =>
+  ({ client, waitStart, acquiredAt, releaseStart: acquiredAt + 5, releasedAt: acquiredAt + 6, requests, releaseRequests: 1 });
+
+/** A contention run of these sections, `clients` of them, ending at `end` ms. */
+const contentionRun = (sections: ReturnType<typeof section>[], clients = 3, end = 100) =>
+  ({ plan: { clients, durationMs: end, rejoin: "after-handoff", holdMs: 5 }, start: 0, end, sections, censored: [], exhausted: 0, streams: 0, commands: {} }) as unknown as ContentionRun;
+
 describe("fairness", () => {
   it("counts the later callers that held the lock during one wait: 0 for a strict line, however long the wait", () => {
-    const section = (client: number, waitStart: number, acquiredAt: number) =>
-      ({ client, waitStart, acquiredAt, releaseStart: acquiredAt + 5, releasedAt: acquiredAt + 6, requests: 1, releaseRequests: 1 });
-    const run = (sections: ReturnType<typeof section>[]) =>
-      ({ plan: { clients: 3, durationMs: 100, rejoin: "after-handoff", holdMs: 5 }, start: 0, end: 100, sections, censored: [], exhausted: 0, streams: 0, commands: {} }) as unknown as ContentionRun;
     // In line: client 2 called last and waited longest.
-    expect(waitMetrics([run([section(0, 0, 1), section(1, 2, 10), section(2, 3, 20)])]).mostOvertaken).toBe(0);
+    expect(waitMetrics([contentionRun([section(0, 0, 1), section(1, 2, 10), section(2, 3, 20)])]).mostOvertaken).toBe(0);
     // Client 0 called first, and both later callers held it before it did.
-    expect(waitMetrics([run([section(1, 2, 10), section(2, 3, 20), section(0, 0, 30)])]).mostOvertaken).toBe(2);
+    expect(waitMetrics([contentionRun([section(1, 2, 10), section(2, 3, 20), section(0, 0, 30)])]).mostOvertaken).toBe(2);
+  });
+});
+
+describe("verdicts", () => {
+  // Rounded first (to 0.1), both read as met.
+  it("are taken on unrounded figures: a longest wait 3.04× the mean is over 3×, 5.04 requests a second over 5", () => {
+    const waits = waitMetrics([contentionRun([section(0, 0, 1), section(1, 0, 1), section(2, 0, 1), section(3, 0, 9.5)], 4)]);
+    expect(waits.starvation).toBeGreaterThan(3);
+    // Six requests in a 992 ms wait: five beyond the first.
+    const busy = waitMetrics([contentionRun([section(0, 0, 992, 6)], 1, 1_000)]);
+    expect(busy.requestsPerWaiterPerSec.max).toBeGreaterThan(5);
+  });
+});
+
+describe("the middle half of the rounds", () => {
+  it("drops a quarter of the rounds at each end", () => {
+    expect(middleHalf([100, 1, 3, 2]).mean).toBe(2.5);
+    expect(middleHalf([1, 2, 3, 4, 5, 6, 10, 100]).mean).toBe(4.5);
+  });
+
+  // The headers say "middle half of rounds"; the overall rate (here 999) is another figure.
+  it("is what the uncontended table prints, for rates and for ratios round by round", () => {
+    const rounds = (roundOpsPerSec: number[]) => ({ opsPerSec: 999, roundOpsPerSec }) as unknown as Throughput;
+    expect(withSpread(rounds([50, 150, 100, 100]))).toBe("100.0 (87.5–112.5)");
+    expect(ratioWithSpread(rounds([50, 150, 100, 100]), rounds([100, 100, 200, 200]))).toBe("0.50× (0.50–0.75×)");
   });
 });
 
