@@ -72,7 +72,10 @@ async function launch(binary: string, port: number, options: RedisServerOptions)
     child.once("exit", (code, signal) => resolve(`exited with ${signal ?? `code ${code}`}`));
   });
   // Node runs no "exit" listener after a fatal signal, but it does on normal exit and uncaught errors.
-  const killOnExit = () => (child.kill("SIGKILL"), rmSync(dir, { recursive: true, force: true }));
+  const killOnExit = () => {
+    child.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  };
   process.on("exit", killOnExit);
   try {
     await waitUntilServing(port, password, child.pid, exited);
