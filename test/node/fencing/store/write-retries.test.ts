@@ -24,7 +24,8 @@ describe("fenced store", () => {
   it("with a client that does not retry, a write whose request failed never lands after the next one", async () => {
     const prefix = uniquePrefix("no-retry");
     const warm = createFencedStore({ redis: upstash(), prefix });
-    const store = createFencedStore({ redis: upstash({ retry: false }), prefix, timeoutMs: 100 });
+    // The first write fails at once, by the fault below: the second needs time, not the first.
+    const store = createFencedStore({ redis: upstash({ retry: false }), prefix, timeoutMs: 1_000 });
     const fence = 1_785_000_000_000_000;
     await warm.write("doc", "v0", fence); // script loaded
     let failed = 0;
@@ -100,7 +101,8 @@ describe("a fenced write that timed out", () => {
     const prefix = uniquePrefix("slow-write");
     const locks = createLocks({ redis: upstash(), prefix });
     const warm = createFencedStore({ redis: upstash(), prefix });
-    const store = createFencedStore({ redis: upstash({ retry: false }), prefix, timeoutMs: 100 });
+    // Under the 400 ms the first write is held back, with room for the second on a busy machine.
+    const store = createFencedStore({ redis: upstash({ retry: false }), prefix, timeoutMs: 250 });
     await warm.write("warm", "v0", 1); // script loaded
     await withFetch(
       (real) => async (input, init) => {
