@@ -115,6 +115,14 @@ describe("verdicts", () => {
   });
 });
 
+describe("waiting requests", () => {
+  it("count each waiter's requests beyond each call's first, per second inside acquire()", () => {
+    // Client 0: two waits of 500 ms, 3 and 1 requests: 2 beyond the first in 1 s. Client 1: 4 in 250 ms.
+    const run = contentionRun([section(0, 0, 500, 3), section(0, 500, 1_000, 1), section(1, 0, 250, 5)], 2, 1_000);
+    expect(waitMetrics([run]).requestsPerWaiterPerSec).toEqual({ mean: (2 + 16) / 2, max: 16 });
+  });
+});
+
 describe("the middle half of the rounds", () => {
   it("drops a quarter of the rounds at each end", () => {
     expect(middleHalf([100, 1, 3, 2]).mean).toBe(2.5);
