@@ -58,7 +58,7 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
     const ttlMs = carrying.map((g) => g.ttlMs).sort((a, b) => b - a)[majority - 1];
     const validUntil = ttlMs === undefined ? 0 : sentAt + ttlMs - driftMs(ttlMs);
     if (validUntil - performance.now() >= leaseMs / 10) return { fence, validUntil };
-    late.released(owner, fence);
+    // Only this attempt's holds, by its ticket: a lease it joined keeps its own.
     giveBack(nodes, calls, name, ticket);
     return { busyForMs: -1, clockBehindMs: 0, position: -1, newestFence: fence };
   };
@@ -109,9 +109,9 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
       const giveBackHere = (error: unknown) => giveBackAfter(error, () => nodes[node]!(scripts.leave, name, [ticket], "")).catch(() => undefined);
       if (answer) return void giveBackHere(answer.error);
       call.catch(giveBackHere);
-      late.track(owner, fence, call, ([granted, minted, counted], released) => {
+      late.track(owner, fence, node, call, ([granted, minted, counted], giveBack) => {
         if (granted !== 1) return adopt(node, 0);
-        if (released) return nodes[node]!(scripts.leave, name, [ticket], "");
+        if (giveBack) return nodes[node]!(scripts.leave, name, [ticket], "");
         return minted === fence && counted >= holds ? Promise.resolve() : adoptOrGiveBack(name, ticket, node, minted, adopt);
       });
     });

@@ -1,32 +1,48 @@
 // Grants that arrive after the vote: part of a lease that lives, given back once it was released.
+import type { Integers } from "../redis/run-script.ts";
 
 /**
  * Tracks, per lease, the nodes whose acquire was still out when the lease was returned. Such a
  * node may grant much later (a retry of the request), when the lease has been released: then its
  * hold must be given back, or it would keep the node from the next holder for a whole lease.
+ * A lease and its reentrant joins share owner and fence, and a node counts their holds, not whose
+ * they are: a grant with the lease's fence goes back only where the release found nothing there,
+ * or it could take a join's hold. One above the lease's fence was minted after it, so it is no
+ * hold of the lease's.
  */
 export class LateGrants {
   readonly #pending = new Map<string, number>();
-  readonly #released = new Set<string>();
+  /** Each node's release of a lease released while grants for it were out. */
+  readonly #releases = new Map<string, readonly Promise<Integers>[]>();
 
-  /** Runs `settle(released)` when `call` resolves: `released` tells whether the lease was released meanwhile. */
-  track<T>(owner: string, fence: number, call: Promise<T>, settle: (reply: T, released: boolean) => Promise<unknown>): void {
+  /** Runs `settle(reply, giveBack)` when `node`'s `call` resolves: `giveBack` when the lease was released and the grant must go. */
+  track(owner: string, fence: number, node: number, call: Promise<Integers>, settle: (reply: Integers, giveBack: boolean) => Promise<unknown>): void {
     const key = `${owner}.${fence}`;
     this.#pending.set(key, (this.#pending.get(key) ?? 0) + 1);
     call
-      .then((reply) => settle(reply, this.#released.has(key)))
+      .then(async (reply) => settle(reply, this.#releases.has(key) && (reply[1] > fence || (await this.#releaseFoundNothing(key, node)))))
       .catch(() => undefined)
       .finally(() => {
         const left = (this.#pending.get(key) ?? 1) - 1;
         if (left > 0) return void this.#pending.set(key, left);
         this.#pending.delete(key);
-        this.#released.delete(key);
+        this.#releases.delete(key);
       });
   }
 
-  /** The lease is being released: late grants for it are given back from now on. */
-  released(owner: string, fence: number): void {
+  /** The lease is being released by `calls`, one per node. */
+  released(owner: string, fence: number, calls: readonly Promise<Integers>[]): void {
     const key = `${owner}.${fence}`;
-    if (this.#pending.has(key)) this.#released.add(key);
+    if (this.#pending.has(key)) this.#releases.set(key, calls);
+  }
+
+  /**
+   * Where the release took a hold, this grant had landed and went with it (or a join's did, and this
+   * one stands in for it); where the release failed, a give-back could take a join's hold: the
+   * grant lapses with its TTL instead.
+   */
+  async #releaseFoundNothing(key: string, node: number): Promise<boolean> {
+    const release = this.#releases.get(key)?.[node];
+    return release ? (await release.catch(() => undefined))?.[0] === 0 : false;
   }
 }

@@ -4,8 +4,11 @@ import type { RedisClient } from "../../../src/core/client.ts";
 import { scriptSha1 } from "../../../src/redis/run-script.ts";
 import * as scripts from "../../../src/redis/scripts.gen.ts";
 
-/** What happens to a call: lost (never answered), held until the promise settles, or sent. */
-export type Steer = (script: string) => "lost" | Promise<void> | undefined;
+/**
+ * What happens to a call: lost (never answered), held until the promise settles, sent at once with
+ * its reply held until `replyAfter` settles (the script has run: only the reply is late), or sent.
+ */
+export type Steer = (script: string) => "lost" | Promise<void> | { replyAfter: Promise<void> } | undefined;
 
 const names = new Map(Object.values(scripts).flatMap((script) => [[scriptSha1(script), script.name], [script.text, script.name]]));
 
@@ -14,6 +17,12 @@ export function steered(client: RedisClient): { client: RedisClient; steer: Stee
   const call = (send: () => Promise<unknown>, script: string): Promise<unknown> => {
     const fate = wrapper.steer?.(names.get(script) ?? "unknown");
     if (fate === "lost") return new Promise(() => {});
+    if (fate && "replyAfter" in fate) {
+      return send().then(async (reply) => {
+        await fate.replyAfter;
+        return reply;
+      });
+    }
     return fate ? fate.then(send) : send();
   };
   wrapper.client = {

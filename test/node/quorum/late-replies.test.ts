@@ -1,0 +1,72 @@
+// Quorum mode: a node's reply that comes after the vote, when the script it answers has long run
+// there. A lease and its reentrant join share owner and fence; releasing one must not take the
+// other's holds, and a released lease must not be taken again by a heartbeat's repair.
+import { expect, it } from "vitest";
+import { createLocks } from "../../../src/index.ts";
+import { fromIoredis } from "../../../src/ioredis.ts";
+import { lockKeys } from "../../support/lock-keys.ts";
+import { privateServers } from "../../support/quorum/private-servers.ts";
+import { steered } from "../../support/quorum/steered-client.ts";
+import { until } from "../../support/until.ts";
+import { uniquePrefix } from "../../support/upstash.ts";
+
+const rig = privateServers(3);
+
+/** A lock set over the three nodes, each steerable, and each node's hold count of lock "r". */
+function lockSetOn(label: string) {
+  const prefix = uniquePrefix(label);
+  const nodes = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
+  const locks = createLocks({ redis: nodes.map((node) => node.client), prefix, leaseMs: 10_000, timeoutMs: 5_000 });
+  const { lock } = lockKeys(prefix, "r");
+  const admins = rig.servers.map(rig.connect);
+  const holds = async () => (await Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))))).join();
+  const holdsSettle = (counts: string) => until(async () => (await holds()) === counts, 5_000);
+  const other = () => createLocks({ redis: rig.servers.map((server) => fromIoredis(rig.connect(server))), prefix, timeoutMs: 500 });
+  return { nodes, locks, lock, admins, holds, holdsSettle, other };
+}
+
+/** A promise, and the function that settles it. */
+function gate(): [Promise<void>, () => void] {
+  let open!: () => void;
+  return [new Promise<void>((resolve) => (open = resolve)), () => open()];
+}
+
+const settleTime = () => new Promise((resolve) => setTimeout(resolve, 500));
+
+it("releasing a lease leaves its reentrant join every hold, though replies to both acquires come after the release", async () => {
+  const { nodes, locks, holds, holdsSettle, other } = lockSetOn("late-join");
+  const [late, deliver] = gate();
+  // Each acquire has run on every node; node 2's reply to the lease, node 1's to the join, come late.
+  nodes[2]!.steer = (script) => (script === "acquire" ? { replyAfter: late } : undefined);
+  const outer = (await locks.tryAcquire("r"))!;
+  nodes[2]!.steer = undefined;
+  nodes[1]!.steer = (script) => (script === "acquire" ? { replyAfter: late } : undefined);
+  const inner = await locks.acquire("r", { owner: outer.owner, waitMs: 0 });
+  nodes[1]!.steer = undefined;
+  expect(inner.fence).toBe(outer.fence);
+  await holdsSettle("2,2,2");
+  expect(await outer.release()).toBe("released");
+  await holdsSettle("1,1,1");
+  deliver();
+  await settleTime();
+  expect(await holds()).toBe("1,1,1");
+  expect(await other().tryAcquire("r")).toBeNull();
+  await inner.heartbeat(); // still held on a majority: no LockLostError
+  expect(await inner.release()).toBe("released");
+  await holdsSettle("0,0,0");
+});
+
+it("a heartbeat's repair of a node that answers after the release does not take the lock again", async () => {
+  const { nodes, locks, lock, admins, holds, holdsSettle } = lockSetOn("late-repair");
+  const lease = (await locks.tryAcquire("r"))!;
+  await holdsSettle("1,1,1");
+  await admins[2]!.del(lock); // node 2 lost the hold
+  const [late, deliver] = gate();
+  nodes[2]!.steer = (script) => (script === "heartbeat" ? { replyAfter: late } : undefined);
+  await lease.heartbeat(); // answered by nodes 0 and 1
+  nodes[2]!.steer = undefined;
+  expect(await lease.release()).toBe("released");
+  deliver(); // node 2's "no" arrives now
+  await settleTime();
+  expect(await holds()).toBe("0,0,0");
+});
