@@ -4,28 +4,13 @@
 import { expect, it } from "vitest";
 import { createLocks } from "../../../src/index.ts";
 import { fromIoredis } from "../../../src/ioredis.ts";
-import { lockKeys } from "../../support/lock-keys.ts";
 import { privateServers } from "../../support/quorum/private-servers.ts";
 import { steered } from "../../support/quorum/steered-client.ts";
-import { until } from "../../support/until.ts";
-import { uniquePrefix } from "../../support/upstash.ts";
+import { steeredLockSet } from "../../support/quorum/steered-lock-set.ts";
 
 const rig = privateServers(3);
 
-/** A lock set over the three nodes, each steerable, and each node's hold count of lock "r". */
-function lockSetOn(label: string) {
-  const prefix = uniquePrefix(label);
-  const nodes = rig.servers.map((server) => steered(fromIoredis(rig.connect(server))));
-  const locks = createLocks({ redis: nodes.map((node) => node.client), prefix, leaseMs: 10_000, timeoutMs: 500 });
-  const { lock } = lockKeys(prefix, "r");
-  const admins = rig.servers.map(rig.connect);
-  const holds = () => Promise.all(admins.map(async (admin) => Number(await admin.hget(lock, "holds"))));
-  /** Until the nodes count these holds: a call returns on a majority, and the last node's request lands after. */
-  const holdsSettle = (counts: string) => until(async () => (await holds()).join() === counts, 5_000);
-  /** Another client's lock set on the same nodes. */
-  const other = () => createLocks({ redis: rig.servers.map((server) => fromIoredis(rig.connect(server))), prefix, timeoutMs: 500 });
-  return { prefix, nodes, locks, lock, admins, holds, holdsSettle, other };
-}
+const lockSetOn = (label: string) => steeredLockSet(rig, label, 500);
 
 it("a heartbeat gives a node the holds a lost join left it short of, so releasing one hold keeps the other on every node", async () => {
   const { prefix, nodes, locks, holds, holdsSettle } = lockSetOn("hold-counts");
