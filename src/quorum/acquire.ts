@@ -111,7 +111,8 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
       call.catch(giveBackHere);
       late.track(owner, fence, node, call, ([granted, minted, counted], giveBack) => {
         if (granted !== 1) return adopt(node, 0);
-        if (giveBack) return nodes[node]!(scripts.leave, name, [ticket], "");
+        // Released: kept with its own fence where it may stand in for a join's hold, until its TTL.
+        if (giveBack !== undefined) return giveBack ? nodes[node]!(scripts.leave, name, [ticket], "") : Promise.resolve();
         return minted === fence && counted >= holds ? Promise.resolve() : adoptOrGiveBack(name, ticket, node, minted, adopt);
       });
     });

@@ -6,21 +6,23 @@ import type { Integers } from "../redis/run-script.ts";
  * node may grant much later (a retry of the request), when the lease has been released: then its
  * hold must be given back, or it would keep the node from the next holder for a whole lease.
  * A lease and its reentrant joins share owner and fence, and a node counts their holds, not whose
- * they are: a grant with the lease's fence goes back only where the release found nothing there,
- * or it could take a join's hold. One above the lease's fence was minted after it, so it is no
- * hold of the lease's.
+ * they are: a grant goes back only where the release found nothing there, or it could take a
+ * join's hold. Elsewhere it lapses with its TTL, which costs that node's vote, never safety.
  */
 export class LateGrants {
   readonly #pending = new Map<string, number>();
   /** Each node's release of a lease released while grants for it were out. */
   readonly #releases = new Map<string, readonly Promise<Integers>[]>();
 
-  /** Runs `settle(reply, giveBack)` when `node`'s `call` resolves: `giveBack` when the lease was released and the grant must go. */
-  track(owner: string, fence: number, node: number, call: Promise<Integers>, settle: (reply: Integers, giveBack: boolean) => Promise<unknown>): void {
+  /**
+   * Runs `settle(reply, giveBack)` when `node`'s `call` resolves. `giveBack` is undefined while the
+   * lease is not released; then true where that node's release found nothing.
+   */
+  track(owner: string, fence: number, node: number, call: Promise<Integers>, settle: (reply: Integers, giveBack: boolean | undefined) => Promise<unknown>): void {
     const key = `${owner}.${fence}`;
     this.#pending.set(key, (this.#pending.get(key) ?? 0) + 1);
     call
-      .then(async (reply) => settle(reply, this.#releases.has(key) && (reply[1] > fence || (await this.#releaseFoundNothing(key, node)))))
+      .then(async (reply) => settle(reply, this.#releases.has(key) ? await this.#releaseFoundNothing(key, node) : undefined))
       .catch(() => undefined)
       .finally(() => {
         const left = (this.#pending.get(key) ?? 1) - 1;
@@ -42,7 +44,7 @@ export class LateGrants {
    * grant lapses with its TTL instead.
    */
   async #releaseFoundNothing(key: string, node: number): Promise<boolean> {
-    const release = this.#releases.get(key)?.[node];
-    return release ? (await release.catch(() => undefined))?.[0] === 0 : false;
+    const reply = await this.#releases.get(key)?.[node]?.catch(() => undefined);
+    return reply?.[0] === 0;
   }
 }
