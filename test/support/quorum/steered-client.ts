@@ -5,10 +5,10 @@ import { scriptSha1 } from "../../../src/redis/run-script.ts";
 import * as scripts from "../../../src/redis/scripts.gen.ts";
 
 /**
- * What happens to a call: lost (never answered), held until the promise settles, sent once
- * `before` settles (at once without it) with its reply held until `replyAfter` settles, or sent.
+ * What happens to a call: lost (never answered), held until the promise settles, sent at once with
+ * its reply held until `replyAfter` settles (the script has run: only the reply is late), or sent.
  */
-export type Steer = (script: string) => "lost" | Promise<void> | { before?: Promise<void>; replyAfter: Promise<void> } | undefined;
+export type Steer = (script: string) => "lost" | Promise<void> | { replyAfter: Promise<void> } | undefined;
 
 const names = new Map(Object.values(scripts).flatMap((script) => [[scriptSha1(script), script.name], [script.text, script.name]]));
 
@@ -18,7 +18,7 @@ export function steered(client: RedisClient): { client: RedisClient; steer: Stee
     const fate = wrapper.steer?.(names.get(script) ?? "unknown");
     if (fate === "lost") return new Promise(() => {});
     if (fate && "replyAfter" in fate) {
-      return (fate.before ?? Promise.resolve()).then(send).then(async (reply) => {
+      return send().then(async (reply) => {
         await fate.replyAfter;
         return reply;
       });
