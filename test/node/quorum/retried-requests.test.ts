@@ -103,10 +103,10 @@ describe.each([
 
 // In quorum mode a call returns on a majority's answers: the client's own retry of a request to a
 // slow node can land after the lease was released, when the lock there is free again. It takes the
-// lock there and mints a fence, which no lease ever receives; the client gives that hold back.
+// lock there and mints a fence, which no lease ever receives. The release had taken a hold there, so
+// the new one may stand in for a reentrant join's: it is not given back (src/quorum/late-grants.ts),
+// and costs the slow node's vote until its TTL.
 describe.each([3, 5])("a retry that lands after the lease was released, on %i nodes", (count) => {
-  // Where the release took a hold, a grant after it may stand in for a reentrant join's: it is not
-  // given back (src/quorum/late-grants.ts), and costs the slow node's vote until its TTL.
   it("leaves its hold on the slow node only until its TTL, and no lease gets the fence it minted", async () => {
     const { rig, prefix, locks } = await start(count, "late-retry");
     const slow = count - 1;
