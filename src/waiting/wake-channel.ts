@@ -5,8 +5,11 @@ import type { WakeSubscriber } from "../core/client.ts";
 
 /** A stream older than this is replaced: one can die without a word (fetch drops a body idle for 5 minutes, Upstash sends no keep-alives). */
 const REFRESH_MS = 60_000;
-/** After a stream failed before it confirmed, waits poll this long before another is tried. */
-const COOLDOWN_MS = 60_000;
+/**
+ * After a stream failed before it confirmed, waits poll for a cooldown before another is tried: 1 s,
+ * doubling up to a minute. A failover or a dropped connection passes in seconds; a refusal stays.
+ */
+const MAX_COOLDOWN_MS = 60_000;
 /**
  * A stream unconfirmed this long has failed: a proxy that buffers event streams holds the
  * confirmation back for good, and @upstash/redis reports no error for a stream that ends unconfirmed.
@@ -65,12 +68,13 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
   let pending: Stream | undefined;
   let epoch = 0;
   let failedAt = -Infinity;
+  let cooldownMs = 0;
   let idleTimer: ReturnType<typeof setTimeout> | undefined;
   const wakeAll = () => members.forEach((member) => member.wakers.forEach((wake) => wake()));
 
   function open(): void {
     const subscriber = openStream();
-    if (!subscriber) return void (failedAt = performance.now());
+    if (!subscriber) return void (failedAt = performance.now(), (cooldownMs = MAX_COOLDOWN_MS));
     const stream = { subscriber, openedAt: performance.now() };
     pending = stream;
     subscriber.on("subscribe", () => confirmed(stream));
@@ -84,6 +88,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     if (live) close(live);
     live = stream;
     pending = undefined;
+    cooldownMs = 0;
     wakeAll();
   }
 
@@ -91,7 +96,8 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     if (stream === pending) {
       pending = undefined;
       failedAt = performance.now();
-      warn(`a SUBSCRIBE stream for push wake-ups failed (${String(event)}); waits poll until one opens, tried again every ${COOLDOWN_MS / 1000} s`);
+      cooldownMs = Math.min(cooldownMs * 2 || 1_000, MAX_COOLDOWN_MS);
+      warn(`a SUBSCRIBE stream for push wake-ups failed (${String(event)}); waits poll until one opens, tried again after 1 s, then less often`);
     } else if (stream === live) {
       live = undefined;
       epoch++;
@@ -136,7 +142,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
       if (pending && now - pending.openedAt > CONFIRM_MS) failed(pending, `no confirmation within ${CONFIRM_MS / 1000} s; a proxy that buffers event streams?`);
       if (pending || (live && now - live.openedAt < REFRESH_MS)) return true;
       // After a failure no stream is tried for a while; an old one serves meanwhile.
-      if (now - failedAt < COOLDOWN_MS) return live !== undefined;
+      if (now - failedAt < cooldownMs) return live !== undefined;
       open();
       return live !== undefined || pending !== undefined;
     },

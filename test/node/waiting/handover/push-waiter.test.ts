@@ -122,19 +122,23 @@ describe("a lock set's stream", () => {
     expect(seen.unsubscribed).toBe(2);
   });
 
-  it("is kept when the minute's fresh one fails, and no other is tried for a minute", async () => {
+  it("is kept when the minute's fresh one fails, and fresh ones are tried after 1 s, then 2 s, 4 s…", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
-    const { redis, seen } = fakeClient({ fail: (stream) => stream === 2 });
+    // The refresh at 60 s fails, and the tries after 1, 2 and 4 s too.
+    const { redis, seen } = fakeClient({ fail: (stream) => stream >= 2 && stream <= 5 });
     const channel = wakeChannels(redis, () => undefined)("k");
     const waiter = pushWaiter(channel, TICKET, OWNER, LEASE_MS);
+    const triedAt: number[] = [];
     for (let tries = 0; tries < 90; tries++) {
+      const before = seen.subscribed;
       const paused = waiter.pause(tries, busy, 600_000);
+      if (seen.subscribed > before) triedAt.push(tries);
       await vi.advanceTimersByTimeAsync(1_000);
       await paused;
+      expect(channel.live).toBe(true);
     }
-    // The first stream and its failed refresh at 60 s; the next try comes a minute after that failure.
-    expect(seen.subscribed).toBe(2);
-    expect(channel.live).toBe(true);
+    // The pause doubles after each failure (1, 2, 4, 8 s), and the try that confirms ends it.
+    expect(triedAt).toEqual([0, 60, 61, 63, 67, 75]);
     waiter.close();
   });
 
@@ -146,15 +150,25 @@ describe("a lock set's stream", () => {
     expect(seen.subscribed).toBe(0);
   });
 
-  it("that fails before it confirms: waits poll, the failure is reported once, and no stream is tried for a minute", async () => {
+  it("that fails before it confirms: waits poll, the failure is reported, and the next is tried after 1 s, then 2 s…", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const { redis, seen } = fakeClient({ fail: true });
     const warnings: string[] = [];
     const channel = wakeChannels(redis, (message) => warnings.push(message))("k");
     const waiter = pushWaiter(channel, TICKET, OWNER, LEASE_MS);
-    for (let tries = 0; tries < 4; tries++) await waiter.pause(tries, busy, 60);
-    expect(seen.subscribed).toBe(1);
-    expect(channel.keepOpen()).toBe(false);
-    expect(warnings).toHaveLength(1);
+    const triedAt: number[] = [];
+    for (let ms = 0; ms < 200_000; ms += 100) {
+      const before = seen.subscribed;
+      const open = channel.keepOpen();
+      if (seen.subscribed > before) triedAt.push(ms / 1000);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(open && channel.live).toBe(false);
+    }
+    // Each try fails at once; the pause doubles up to a minute, which a refusal that stays then costs.
+    expect(triedAt).toEqual([0, 1, 3, 7, 15, 31, 63, 123, 183]);
+    // Each failure is reported; createLocks says it once per lock set.
+    expect(warnings).toHaveLength(triedAt.length);
     expect(warnings[0]).toContain("no streaming here");
+    waiter.close();
   });
 });

@@ -60,18 +60,21 @@ describe("push wake-ups", () => {
 
   // A proxy that buffers event streams never lets the confirmation through: the waiter must not
   // wait on that stream for good, silently polling.
-  it("gives up on a stream that has not confirmed within 5 s, closing it, and the lock set says so once", async () => {
+  it("gives up on a stream that has not confirmed within 5 s, closing it, tries another, and the lock set says so once", async () => {
     const prefix = uniquePrefix("push-stuck");
     const holder = await heldLock(prefix);
     const { client, seen } = observedRedis({ neverConfirm: true });
     const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
     try {
-      setTimeout(() => void holder.release(), 7_000);
-      const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 15_000 });
+      // Released once the second stream (a second after the first gave up) is on its way.
+      setTimeout(() => void holder.release(), 10_000);
+      const lease = await createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 20_000 });
       expect(lease.fence).toBeGreaterThan(holder.fence);
       await lease.release();
       expect(warn.mock.calls).toEqual([[expect.stringMatching(/no confirmation within 5 s; a proxy that buffers event streams\?/)]]);
-      expect(seen).toEqual({ subscribed: 1, unsubscribed: 1 });
+      expect(seen.subscribed).toBe(2);
+      // Both closed: the first when it gave up, the second once the wait left it idle.
+      await until(async () => seen.unsubscribed === 2, 5_000);
     } finally {
       warn.mockRestore();
     }
@@ -131,6 +134,44 @@ describe("push wake-ups", () => {
     expect(attempts).toBe(4);
     expect(lease.fence).toBeGreaterThan(holder.fence);
     await lease.release();
+  });
+
+  it("tries a stream again a second after one failed to open, not a minute, and is then handed the lock by push", async () => {
+    const prefix = uniquePrefix("push-reopen");
+    const holder = await heldLock(prefix);
+    const real = upstash();
+    // Nothing listens there: the first stream fails, as one opened while the network blips or a failover runs.
+    const unreachable = upstash({ url: "http://127.0.0.1:9", retry: false });
+    const streams = { opened: 0, confirmed: 0 };
+    let attempts = 0;
+    const client: RedisClient = {
+      evalsha: (sha, keys, args) => (attempts++, real.evalsha(sha, keys, args)),
+      eval: (script, keys, args) => real.eval(script, keys, args),
+      subscribe(channel) {
+        const subscriber = (streams.opened++ === 0 ? unreachable : real).subscribe(channel);
+        subscriber.on("subscribe", () => streams.confirmed++);
+        return subscriber;
+      },
+    };
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    try {
+      const waiting = createLocks({ redis: client, prefix }).acquire("gate", { waitMs: 30_000 });
+      // Polling meanwhile; the look it takes once the new stream is live comes next.
+      await until(async () => streams.confirmed === 1, 15_000);
+      const looked = attempts;
+      await until(async () => attempts > looked, 5_000);
+      const before = attempts;
+      await holder.release();
+      const lease = await waiting;
+      // Handed over by a message: no look of its own found the lock free.
+      expect(attempts).toBe(before);
+      expect(lease.fence).toBeGreaterThan(holder.fence);
+      await lease.release();
+      expect(streams.opened).toBe(2);
+      expect(warn.mock.calls).toEqual([[expect.stringMatching(/SUBSCRIBE stream for push wake-ups failed .*tried again after 1 s/)]]);
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it("gets a lock that expires without a release", async () => {
