@@ -36,7 +36,7 @@ function requestsTarget(results: BenchResults): Target {
 }
 
 /** Round by round against the floor, judged on the middle half: the rounds ran moments apart. */
-function floorTarget(results: BenchResults): Target {
+export function floorTarget(results: BenchResults): Target {
   const text = "Uncontended: at least 0.95× the raw floor, sequentially and with 16 clients (fencelock (default) row of section 1)";
   const ours = results.uncontended.find((r) => r.id === DEFAULT_ID);
   const floor = results.uncontended.find((r) => r.id === "raw-floor");

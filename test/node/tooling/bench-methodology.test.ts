@@ -7,7 +7,9 @@ import { summarize } from "../../../bench/harness/stats.ts";
 import { sleep } from "../../../bench/harness/timing.ts";
 import { middleHalf, p99 } from "../../../bench/report/format.ts";
 import { ratioWithSpread, withSpread } from "../../../bench/report/sections.ts";
-import { latencyTargets } from "../../../bench/report/targets-latency.ts";
+import { connectionsTarget, latencyTargets } from "../../../bench/report/targets-latency.ts";
+import { floorTarget } from "../../../bench/report/targets.ts";
+import type { BenchResults } from "../../../bench/report/results.ts";
 import { runContention, type ContentionRun } from "../../../bench/scenarios/contention.ts";
 import type { LatencyResults } from "../../../bench/scenarios/latency.ts";
 import { throughputMetrics, waitMetrics } from "../../../bench/scenarios/metrics.ts";
@@ -84,6 +86,43 @@ describe("target check", () => {
     // And one that was measured is judged.
     results.rtts[0]!.rows[0] = row("fencelock-default", 25);
     expect(latencyTargets(results)[2]?.met).toBe(true);
+  });
+});
+
+describe("the uncontended target", () => {
+  const row = (id: string, sequential: number[], concurrent: number[]) => ({
+    id,
+    sequential: { clients: 1, opsPerSec: 999, roundOpsPerSec: sequential },
+    concurrent: { clients: 16, opsPerSec: 999, roundOpsPerSec: concurrent },
+  });
+  const judge = (ours: number[]) =>
+    floorTarget({ uncontended: [row("fencelock-default", ours, ours), row("raw-floor", [100, 100, 100, 100], [100, 100, 100, 100])] } as unknown as BenchResults);
+
+  it("is judged at 0.95× on the middle half of the round-by-round ratios, not on one slow or fast round", () => {
+    // A round slowed by the machine (50) or lucky (200) is dropped; the overall rate is another figure.
+    expect(judge([95, 96, 50, 200]).met).toBe(true);
+    expect(judge([94, 95, 50, 200]).met).toBe(false);
+    expect(judge([95, 96, 50, 200]).detail).toMatch(/^sequential 0\.96×/);
+  });
+});
+
+describe("the new-connections target", () => {
+  const round = (connections: number, acquires: number) => ({
+    sectionsPerSec: 30, handoffP50Ms: 5, waitingRequestsPerSec: { mean: 1, max: 2 }, starvation: 1.5, mostOvertaken: 0, connections, acquires, overlaps: 0,
+  });
+  const results = (rounds: ReturnType<typeof round>[]) =>
+    ({
+      plan: { rttsMs: [5], rounds: rounds.length, cellMs: 750, warmHoldMs: 50, holdMs: 5, handoffClients: 8, manyContenders: 64, pingsPerRound: 25, pauseMs: 5 },
+      rtts: [{ rttMs: 5, pings: [], rows: [{ cell: "2b" as const, clients: 8, id: "fencelock-default", label: "fencelock", rounds }] }],
+      seconds: 1,
+    }) satisfies LatencyResults;
+
+  it("counts new connections per acquire, at most 0.1, on the middle half of the rounds", () => {
+    // One round that reconnected (a server hiccup) is dropped; one in ten acquires on a new connection is the limit.
+    expect(connectionsTarget(results([round(0, 100), round(10, 100), round(60, 100), round(0, 100)])).met).toBe(true);
+    expect(connectionsTarget(results([round(11, 100), round(11, 100), round(60, 100), round(11, 100)])).met).toBe(false);
+    // A round with no acquire counts its connections whole, not as none.
+    expect(connectionsTarget(results([round(1, 0), round(1, 0), round(1, 0), round(1, 0)])).met).toBe(false);
   });
 });
 
