@@ -1,5 +1,5 @@
 // Why a script call failed, said so the user knows what to fix: the hint is picked from the error's text.
-import { LockUnavailableError } from "../core/errors.ts";
+import { LockConfigError, LockUnavailableError } from "../core/errors.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
 /** Stands for "no answer within timeoutMs" until unavailable() words it. */
@@ -18,6 +18,10 @@ export function unavailable(error: unknown, script: LuaScript, timeoutMs?: numbe
     ? `no answer within ${timeoutMs}ms, timeoutMs`
     : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
   if (secret) reason = reason.split(secret).join("<redacted>");
+  // store-fence.lua's own refusal, which no retry mends.
+  if (reason.includes("fencelock: malformed")) {
+    return new LockConfigError("fence", ["over 70 min ahead of the store Redis' clock: forged, or the lock Redis' clock is far ahead (check both)"]);
+  }
   return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hintFor(reason)}.`);
 }
 
@@ -27,6 +31,10 @@ const HINTS: readonly (readonly [RegExp, string])[] = [
   [/redirections|TRYAGAIN|CLUSTERDOWN/, "the Cluster was moving a slot or failing over: retry, or let the Cluster client retry longer"],
   [/\b(MOVED|ASK) \d/, "this Redis is a Cluster node: use fromIoredis(new Cluster()) or fromNodeRedis(createCluster())"],
   [/ECONNREFUSED|Connection is closed|client is closed/, "check that Redis is running and reachable at its host and port"],
+  // A primary demoted by a failover answers READONLY until the client finds the new one.
+  [/READONLY|MASTERDOWN/, "this Redis is a replica (a failover?): connect to the primary, or retry"],
+  [/\bBUSY\b|LOADING/, "Redis is busy or loading: retry"],
+  [/NOREPLICAS|MISCONF/, "Redis refuses writes: check its replicas (min-replicas-to-write) or disk"],
   // Upstash answers WRONGPASS over REST too.
   [/unauthori[sz]ed|WRONGPASS|NOAUTH|\b401\b/i, "the token was refused: check UPSTASH_REDIS_REST_TOKEN (over TCP: the Redis URL's password)"],
   // Upstash's read-only token and a Redis ACL user answer so (Redis 7, the second, for a command a script runs).

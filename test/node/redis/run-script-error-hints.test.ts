@@ -117,6 +117,34 @@ describe("a Redis that is down or slow", () => {
     }
   });
 
+  // What a failover, a long script or a replication policy answers: the URL and network are fine.
+  it("says what to do when Redis is a replica, short of replicas, or busy running a script", async () => {
+    const primary = await RedisProcess.start("writable");
+    const replica = await RedisProcess.start("replica", { replicaOf: primary });
+    const clients = [new IORedis(primary.url), new IORedis(replica.url)];
+    const [toPrimary, toReplica] = clients.map((client) => createLocks({ redis: fromIoredis(client!), prefix: uniquePrefix("refused"), timeoutMs: 5_000 }));
+    const refusal = async (locks: typeof toPrimary) => (await failure(locks!.tryAcquire("job"))).error;
+    try {
+      expect((await refusal(toReplica)).message).toMatch(/\(READONLY .*\); this Redis is a replica \(a failover\?\): connect to the primary, or retry\.$/);
+      await primary.admin.config("SET", "min-replicas-to-write", "2");
+      expect((await refusal(toPrimary)).message).toMatch(/\(NOREPLICAS .*\); Redis refuses writes: check its replicas \(min-replicas-to-write\) or disk\.$/);
+      await primary.admin.config("SET", "min-replicas-to-write", "0");
+      await primary.admin.config("SET", "busy-reply-threshold", "100");
+      // Busy for 3 s, on a connection of its own; the lock set's call lands well inside that.
+      const busy = new IORedis(primary.url);
+      const spinning = busy.eval("local t = redis.call('TIME')[1] + 3 while tonumber(redis.call('TIME')[1]) < t do end", 0);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const error = await refusal(toPrimary);
+      await spinning;
+      busy.disconnect();
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect(error.message).toMatch(/\(BUSY .*\); Redis is busy or loading: retry\.$/);
+    } finally {
+      clients.forEach((client) => client.disconnect());
+      await Promise.all([replica.kill(), primary.kill()]);
+    }
+  });
+
   it("says that Redis is full when Upstash's database is over its data size", async () => {
     // Upstash's answer once a database holds its plan's size; the message is what is tested.
     const full = async () => {

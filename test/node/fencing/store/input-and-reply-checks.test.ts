@@ -70,6 +70,24 @@ describe("fenced store", () => {
     expect(await store.read("doc")).toEqual({ value: "written", fence });
   });
 
+  // Past the Lua's 70 minutes no retry helps: "unavailable" would invite retries (a 503 from requireFence) for good.
+  it("refuses a fence its caller's clock allows but Redis' cannot, as bad input that changed nothing, not as Redis unavailable", async () => {
+    const { store } = setup("far-ahead");
+    const redisNow = Date.now();
+    const fence = (redisNow + 75 * 60_000) * 1000; // 55 minutes ahead of the caller, 75 of Redis
+    vi.spyOn(Date, "now").mockReturnValue(redisNow + 20 * 60_000);
+    try {
+      for (const call of [store.write("doc", "written", fence), store.claim("doc", fence)]) {
+        const error = await call.catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockConfigError);
+        expect(String(error)).toMatch(/Invalid fence: over 70 min ahead of the store Redis' clock: forged, or the lock Redis' clock is far ahead \(check both\)/);
+      }
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(await store.read("doc")).toBeNull();
+  });
+
   it("refuses read options it does not know, so a misspelled fence never skips the claim", async () => {
     const { store } = setup("read-options");
     await expect(store.read("doc", { fense: 5 } as never)).rejects.toThrow(/unknown option "fense"/);
