@@ -14,7 +14,7 @@ export class LockTimeoutError extends LockError {
   override readonly name = "LockTimeoutError";
   declare readonly lockName: string;
   declare readonly waitedMs: number;
-  /** The holder's remaining TTL at the last attempt: the earliest the lock frees up unless released. */
+  /** The holder's remaining TTL at the last attempt: the earliest the lock frees up unless released. 0: free, but promised to a caller ahead in line. */
   declare readonly retryAfterMs: number;
   constructor(lockName: string, waitedMs: number, retryAfterMs: number) {
     super(
