@@ -44,7 +44,10 @@ export function acquireLoop(config: LoopConfig, backend: LockBackend) {
         const wasQueued: boolean = queued;
         queued = true;
         const outcome = await backend.attempt(name, owner, ticket, leaseMs, queueMs);
-        if ("fence" in outcome) return deliver(new Lease({ name, owner, leaseMs, ...outcome }, backend));
+        if ("fence" in outcome) {
+          waiter.granted?.();
+          return deliver(new Lease({ name, owner, leaseMs, ...outcome }, backend));
+        }
         // Queued, or holding a hold whose reply came too late (busyForMs -1).
         queued = wasQueued || outcome.position >= 0 || outcome.busyForMs < 0;
         // An abort while the attempt was out wins over what it found, as over a lease it got.

@@ -7,6 +7,8 @@ import type { Member, WakeChannel } from "./wake-channel.ts";
 export interface Waiter {
   /** Resolves with a fence when a release handed the lock to this waiter while it slept. */
   pause(tries: number, busy: Busy, budgetMs: number, signal?: AbortSignal): Promise<number | void>;
+  /** Told that an attempt took the lock (not a handover's message); absent when that tells nothing. */
+  granted?(): void;
   /** Absent when there is nothing to close. */
   close?(): void;
 }
@@ -26,6 +28,8 @@ export const pollWaiter: Waiter = {
  */
 export function pushWaiter(channel: WakeChannel, ticket: string, owner: string, leaseMs: number): Required<Waiter> {
   const member = channel.join(ticket, owner);
+  // The last pause listened all along on a stream live since the attempt before it, and heard nothing.
+  let heardNothing = false;
   return {
     async pause(tries, busy, budgetMs, signal) {
       // Within half its leaseMs too: a handover whose message was lost holds the lock that long.
@@ -33,8 +37,11 @@ export function pushWaiter(channel: WakeChannel, ticket: string, owner: string, 
       // 50 ms past the TTL, as retryDelayMs. Promised to an earlier waiter (0): until a message or
       // the refresh. This call's hold came too late (-1): no message will come, so in 49 ms.
       const waitMs = Math.min(busy.busyForMs ? busy.busyForMs + MIN_RETRY_MS : refreshMs, refreshMs, budgetMs);
+      heardNothing = false;
       if (!channel.keepOpen()) return handedOver(member) ?? pollWaiter.pause(tries, busy, budgetMs, signal);
-      if (member.epoch === channel.epoch && channel.live) {
+      const { epoch } = member;
+      const listening = epoch === channel.epoch && channel.live;
+      if (listening) {
         await until(member, () => member.fence !== undefined || member.epoch !== channel.epoch || !channel.live, waitMs, signal);
       } else {
         // Until the stream confirms, a handover may pass unheard: poll, and attempt once it is live.
@@ -42,8 +49,12 @@ export function pushWaiter(channel: WakeChannel, ticket: string, owner: string, 
       }
       // The next attempt is sent now: every handover after it reaches this waiter if the stream is live.
       member.epoch = channel.live ? channel.epoch : -1;
+      heardNothing = listening && member.epoch === epoch && member.fence === undefined && busy.busyForMs >= 0;
       return handedOver(member);
     },
+    // The lock taken by the attempt after such a pause was, most likely, handed over by a release
+    // whose message never came: the stream may have ended unseen, so another is opened.
+    granted: () => heardNothing && channel.lost(),
     close: () => channel.leave(ticket),
   };
 }

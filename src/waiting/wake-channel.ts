@@ -55,6 +55,11 @@ export interface WakeChannel {
   leave(ticket: string): void;
   /** Opens a stream if none is open or on the way, or a fresh one beside an old one; false when waits must poll. */
   keepOpen(): boolean;
+  /**
+   * A handover's message did not come through the live stream, which then counts as failed: an
+   * @upstash/redis stream that ends (a server or its Redis restarted) says nothing.
+   */
+  lost(): void;
 }
 
 interface Stream {
@@ -146,6 +151,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
       open();
       return live !== undefined || pending !== undefined;
     },
+    lost: () => live && failed(live, "lost"),
   };
 }
 

@@ -6,6 +6,7 @@ import type { WakeSubscriber } from "../../../../src/core/client.ts";
 import { sha1Hex } from "../../../../src/core/sha1.ts";
 import { pushWaiter } from "../../../../src/waiting/push.ts";
 import { wakeChannels } from "../../../../src/waiting/wake-channels.ts";
+import { until } from "../../../support/until.ts";
 
 const OWNER = "a".repeat(32);
 /** A lock set's default leaseMs: no effect on how often a waiter looks. */
@@ -14,7 +15,7 @@ const TICKET = "7".repeat(32);
 const unused = () => Promise.reject(new Error("no script runs in these tests"));
 
 /** A client whose streams confirm at once, and whose stream lifecycle is counted. */
-function fakeClient(behaviour: { messages?: string[]; fail?: boolean | ((stream: number) => boolean) } = {}) {
+function fakeClient(behaviour: { messages?: string[]; fail?: boolean | ((stream: number) => boolean); confirmAfterMs?: number } = {}) {
   const seen = { subscribed: 0, unsubscribed: 0, channels: new Set<string>() };
   const redis: RedisClient = {
     evalsha: unused,
@@ -25,7 +26,8 @@ function fakeClient(behaviour: { messages?: string[]; fail?: boolean | ((stream:
       const fails = typeof behaviour.fail == "function" ? behaviour.fail(seen.subscribed) : behaviour.fail;
       return {
         on(type, listener) {
-          if (type === "subscribe" && !fails) queueMicrotask(() => listener({}));
+          const confirm = () => listener({});
+          if (type === "subscribe" && !fails) void (behaviour.confirmAfterMs ? setTimeout(confirm, behaviour.confirmAfterMs) : queueMicrotask(confirm));
           if (type === "error" && fails) queueMicrotask(() => listener(new Error("no streaming here")));
           if (type === "message") setTimeout(() => behaviour.messages?.forEach((message) => listener({ message })), 5);
         },
@@ -139,6 +141,46 @@ describe("a lock set's stream", () => {
     }
     // The pause doubles after each failure (1, 2, 4, 8 s), and the try that confirms ends it.
     expect(triedAt).toEqual([0, 60, 61, 63, 67, 75]);
+    waiter.close();
+  });
+
+  // An @upstash/redis stream whose body ended says nothing: a lost handover is the only sign.
+  it("counts as failed, and another opens at once, when the attempt after a pause that listened on it in vain takes the lock", async () => {
+    const { redis, seen } = fakeClient();
+    const channel = wakeChannels(redis, () => undefined)("k");
+    const waiter = pushWaiter(channel, TICKET, OWNER, LEASE_MS);
+    await waiter.pause(0, busy, 50); // opens the stream, and returns to attempt once it is live
+    await waiter.pause(1, busy, 50); // listens, and hears nothing
+    const { epoch } = channel;
+    waiter.granted();
+    expect([channel.live, channel.epoch, seen.unsubscribed]).toEqual([false, epoch + 1, 1]);
+    expect(channel.keepOpen()).toBe(true);
+    expect(seen.subscribed).toBe(2);
+    waiter.close();
+  });
+
+  it("is kept when the lock was taken after a pause that was not listening, that heard a handover, or that followed a hold come too late", async () => {
+    const { redis, seen } = fakeClient({ messages: [handover("42")] });
+    const channel = wakeChannels(redis, () => undefined)("k");
+    const waiter = pushWaiter(channel, TICKET, OWNER, LEASE_MS);
+    await waiter.pause(0, busy, 50); // the stream was opening: the attempt before it was not covered
+    waiter.granted();
+    expect(await waiter.pause(1, busy, 1_000)).toBe(42); // a handover (one that lapsed, say), then the lock taken by an attempt
+    waiter.granted();
+    await waiter.pause(2, { busyForMs: -1, position: -1 }, 1_000); // this call's own hold, whose reply came too late
+    waiter.granted();
+    expect([channel.live, seen.subscribed, seen.unsubscribed]).toEqual([true, 1, 0]);
+    waiter.close();
+  });
+
+  it("is kept when it confirmed while the attempt after a pause that polled took the lock", async () => {
+    const { redis, seen } = fakeClient({ confirmAfterMs: 100 });
+    const channel = wakeChannels(redis, () => undefined)("k");
+    const waiter = pushWaiter(channel, TICKET, OWNER, LEASE_MS);
+    await waiter.pause(0, busy, 30); // polls: the stream is still opening
+    await until(async () => channel.live, 1_000); // and confirms while the attempt is out
+    waiter.granted();
+    expect([channel.live, seen.unsubscribed]).toEqual([true, 0]);
     waiter.close();
   });
 
