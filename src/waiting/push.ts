@@ -49,11 +49,13 @@ export function pushWaiter(channel: WakeChannel, ticket: string, owner: string, 
       }
       // The next attempt is sent now: every handover after it reaches this waiter if the stream is live.
       member.epoch = channel.live ? channel.epoch : -1;
-      heardNothing = listening && member.epoch === epoch && member.fence === undefined && busy.busyForMs >= 0;
+      // Before the holder's time ran out: the lock can only have come by a release (or a give-back).
+      heardNothing = listening && member.epoch === epoch && member.fence === undefined && waitMs < busy.busyForMs;
       return handedOver(member);
     },
     // The lock taken by the attempt after such a pause was, most likely, handed over by a release
-    // whose message never came: the stream may have ended unseen, so another is opened.
+    // whose message never came: the stream may have ended unseen, so another is opened. A look after
+    // the holder's TTL, or this call's own hold come too late (-1), tells nothing.
     granted: () => heardNothing && channel.lost(),
     close: () => channel.leave(ticket),
   };

@@ -159,7 +159,7 @@ describe("a lock set's stream", () => {
     waiter.close();
   });
 
-  it("is kept when the lock was taken after a pause that was not listening, that heard a handover, or that followed a hold come too late", async () => {
+  it("is kept when the lock was taken after a pause that was not listening, heard a handover, outlasted the holder's TTL, or followed a hold come too late", async () => {
     const { redis, seen } = fakeClient({ messages: [handover("42")] });
     const channel = wakeChannels(redis, () => undefined)("k");
     const waiter = pushWaiter(channel, TICKET, OWNER, LEASE_MS);
@@ -168,6 +168,8 @@ describe("a lock set's stream", () => {
     expect(await waiter.pause(1, busy, 1_000)).toBe(42); // a handover (one that lapsed, say), then the lock taken by an attempt
     waiter.granted();
     await waiter.pause(2, { busyForMs: -1, position: -1 }, 1_000); // this call's own hold, whose reply came too late
+    waiter.granted();
+    await waiter.pause(3, { busyForMs: 10, position: 0 }, 1_000); // a look after the holder's TTL: the lock expired unreleased
     waiter.granted();
     expect([channel.live, seen.subscribed, seen.unsubscribed]).toEqual([true, 1, 0]);
     waiter.close();
