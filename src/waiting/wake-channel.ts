@@ -56,8 +56,9 @@ export interface WakeChannel {
   /** Opens a stream if none is open or on the way, or a fresh one beside an old one; false when waits must poll. */
   keepOpen(): boolean;
   /**
-   * A handover's message did not come through the live stream, which then counts as failed: an
-   * @upstash/redis stream that ends (a server or its Redis restarted) says nothing.
+   * A handover's message did not come through the live stream. At the second with no message
+   * between, the stream counts as failed: an @upstash/redis stream that ends (a server or its
+   * Redis restarted) says nothing.
    */
   lost(): void;
 }
@@ -74,6 +75,9 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
   let epoch = 0;
   let failedAt = -Infinity;
   let cooldownMs = 0;
+  // Handovers lost (see lost()) since a stream last brought a message; a waiter that left holding one
+  // (a give-back) makes one look lost too, so the stream counts as failed at the second.
+  let unheard = 0;
   let idleTimer: ReturnType<typeof setTimeout> | undefined;
   const wakeAll = () => members.forEach((member) => member.wakers.forEach((wake) => wake()));
 
@@ -84,7 +88,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     pending = stream;
     subscriber.on("subscribe", () => confirmed(stream));
     subscriber.on("error", (event) => failed(stream, event));
-    subscriber.on("message", (event) => deliver(members, event));
+    subscriber.on("message", (event) => ((unheard = 0), deliver(members, event)));
   }
 
   function confirmed(stream: Stream): void {
@@ -93,7 +97,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
     if (live) close(live);
     live = stream;
     pending = undefined;
-    cooldownMs = 0;
+    cooldownMs = unheard = 0;
     wakeAll();
   }
 
@@ -151,7 +155,7 @@ export function wakeChannel({ address, open: openStream, onIdle }: ChannelSpec, 
       open();
       return live !== undefined || pending !== undefined;
     },
-    lost: () => live && failed(live, "lost"),
+    lost: () => void (++unheard > 1 && live && failed(live, "lost")),
   };
 }
 

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RedisClient } from "../../../../src/index.ts";
 import type { WakeSubscriber } from "../../../../src/core/client.ts";
 import { sha1Hex } from "../../../../src/core/sha1.ts";
+import { sleep } from "../../../../src/waiting/backoff.ts";
 import { pushWaiter } from "../../../../src/waiting/push.ts";
 import { wakeChannels } from "../../../../src/waiting/wake-channels.ts";
 import { until } from "../../../support/until.ts";
@@ -145,18 +146,40 @@ describe("a lock set's stream", () => {
   });
 
   // An @upstash/redis stream whose body ended says nothing: a lost handover is the only sign.
-  it("counts as failed, and another opens at once, when the attempt after a pause that listened on it in vain takes the lock", async () => {
+  it("counts as failed, and another opens at once, when twice the attempt after a pause that listened on it in vain takes the lock", async () => {
     const { redis, seen } = fakeClient();
     const channel = wakeChannels(redis, () => undefined)("k");
-    const waiter = pushWaiter(channel, TICKET, OWNER, LEASE_MS);
-    await waiter.pause(0, busy, 50); // opens the stream, and returns to attempt once it is live
-    await waiter.pause(1, busy, 50); // listens, and hears nothing
+    const inVain = async (ticket: string) => {
+      const waiter = pushWaiter(channel, ticket, OWNER, LEASE_MS);
+      await waiter.pause(0, busy, 50); // returns to attempt at once, or once the stream is live
+      await waiter.pause(1, busy, 50); // listens, and hears nothing
+      waiter.granted();
+      waiter.close();
+    };
+    await inVain("1".repeat(32));
+    expect([channel.live, seen.unsubscribed]).toEqual([true, 0]);
     const { epoch } = channel;
-    waiter.granted();
+    await inVain("2".repeat(32));
     expect([channel.live, channel.epoch, seen.unsubscribed]).toEqual([false, epoch + 1, 1]);
     expect(channel.keepOpen()).toBe(true);
     expect(seen.subscribed).toBe(2);
-    waiter.close();
+  });
+
+  it("is kept when a message came between two handovers lost (a waiter that left holding one gives it back unheard)", async () => {
+    // The stream brings another waiter's handover 5 ms after it opens.
+    const { redis, seen } = fakeClient({ messages: [handover("42", OWNER, "9".repeat(32))] });
+    const channel = wakeChannels(redis, () => undefined)("k");
+    const first = pushWaiter(channel, "1".repeat(32), OWNER, LEASE_MS);
+    await first.pause(0, busy, 50); // opens the stream, and returns once it is live
+    await first.pause(1, busy, 1); // listens in vain, before the message
+    first.granted();
+    first.close();
+    await sleep(20);
+    const second = pushWaiter(channel, "2".repeat(32), OWNER, LEASE_MS);
+    await second.pause(0, busy, 20); // listens in vain, after it
+    second.granted();
+    second.close();
+    expect([channel.live, seen.subscribed, seen.unsubscribed]).toEqual([true, 1, 0]);
   });
 
   it("is kept when the lock was taken after a pause that was not listening, heard a handover, outlasted the holder's TTL, or followed a hold come too late", async () => {
