@@ -12,7 +12,7 @@ await runWithLocalUpstash(async (server) => {
   execFileSync(wrangler, ["d1", "migrations", "apply", "fencelock-tickets", "--local"], {
     cwd: root, env: { ...process.env, ...env }, stdio: ["ignore", "inherit", "inherit"],
   });
-  console.error(`# worker:dev: http://127.0.0.1:${port} (try GET /events/demo); Ctrl-C stops`);
+  console.error(`# worker:dev: http://127.0.0.1:${port} (try PUT /events/gig, then POST /events/gig/buy, as the README shows); Ctrl-C stops`);
   const vars = [`UPSTASH_REDIS_REST_URL:${server.url}`, `UPSTASH_REDIS_REST_TOKEN:${server.token}`];
   return { command: wrangler, args: ["dev", "--ip", "127.0.0.1", "--port", port, ...vars.flatMap((v) => ["--var", v])], env };
 });

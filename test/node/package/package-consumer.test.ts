@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
   peerDependencies: Record<string, string>;
+  scripts: Record<string, string>;
 };
 
 /** The lowest version a caret/tilde/plain range like "^1.34.0" admits, as [major, minor, patch]. */
@@ -43,6 +44,15 @@ describe("peer dependency ranges", () => {
     expect(lowerBound(range), `peerDependencies["@upstash/redis"] is ${range}`).toSatisfy(
       (v: number[]) => atLeast(v, [1, 36, 1]),
     );
+  });
+});
+
+describe("a git install (npm i github:OWNER/fencelock)", () => {
+  // npm runs only `prepare` for a git dependency; built in `prepack`, the install had no dist/ and
+  // `import "fencelock"` failed (tried with npm 11: a git+file install of a clone).
+  it("builds dist/ in the prepare script", () => {
+    expect(pkg.scripts.prepare).toBe("npm run build");
+    expect(pkg.scripts.prepack).toBeUndefined();
   });
 });
 
