@@ -52,10 +52,18 @@ export async function streamSubscription(
   const { subscriber, release } = await takePlace(backend);
   const confirming = confirm(subscriber, subscription, () => stream.ended);
   const end = () => stream.end();
+  // Said before the end, which @upstash/redis keeps to itself otherwise: a client that listens
+  // for "error" learns that its subscription is gone (a fencelock lock set opens another).
+  const endWith = (reason: string) => () => {
+    for (const name of subscription.names) stream.send(dataEvent(["error", name, reason]));
+    stream.end();
+  };
+  const dropped = endWith("ERR the local server lost its Redis connection");
+  const closing = endWith("ERR the local server is closing");
   const stream = new EventStream(response, () => {
     release();
-    backend.streams.delete(end);
-    subscriber.off("end", end);
+    backend.streams.delete(closing);
+    subscriber.off("end", dropped);
     subscriber.off(MESSAGE_EVENT[subscription.kind], forward);
     // Once every SUBSCRIBE is answered: one still to go out after the UNSUBSCRIBE would stay.
     void confirming.catch(() => undefined).then(() => giveBack(backend.subscribers, subscriber, subscription));
@@ -63,8 +71,8 @@ export async function streamSubscription(
   const forward = forwarder(subscription.kind, stream);
   subscriber.on(MESSAGE_EVENT[subscription.kind], forward);
   response.once("close", end);
-  subscriber.once("end", end);
-  backend.streams.add(end);
+  subscriber.once("end", dropped);
+  backend.streams.add(closing);
   if (response.destroyed) end(); // the client left while the connection was being taken
   try {
     const confirmations = await confirming;

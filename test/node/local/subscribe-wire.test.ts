@@ -183,29 +183,39 @@ describe("the lifetime of a stream", () => {
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
   });
 
-  it("close() ends every open stream promptly and cleanly", async () => {
+  it("close() ends every open stream promptly and cleanly, saying so first", async () => {
     const local = await privateServer();
     const logged = vi.spyOn(console, "error"); // where @upstash/redis reports a broken stream
-    const raw = await Promise.all([openRaw(`/subscribe/${key("a")}`, local), openRaw(`/psubscribe/${key("b")}*`, local)]);
+    const [channel, pattern] = [key("a"), `${key("b")}*`];
+    const raw = await Promise.all([openRaw(`/subscribe/${channel}`, local), openRaw(`/psubscribe/${pattern}`, local)]);
     await Promise.all(raw.map((stream) => stream.events()));
     const subscriber = localRedis({}, local).subscribe(key("client"));
     await new Promise((resolve) => subscriber.on("subscribe", resolve));
+    const heard = new Promise((resolve) => subscriber.on("error", resolve));
     const started = performance.now();
     await local.close();
+    expect(await Promise.all(raw.map((stream) => stream.events()))).toEqual([
+      [`data: error,${channel},ERR the local server is closing\n\n`],
+      [`data: error,${pattern},ERR the local server is closing\n\n`],
+    ]);
     expect(await Promise.all(raw.map((stream) => stream.ended()))).toEqual(["done", "done"]);
+    // @upstash/redis hands the event to the subscriber's "error" listeners: its stream's end it keeps to itself.
+    expect(await heard).toMatchObject({ message: "ERR the local server is closing" });
     expect(performance.now() - started).toBeLessThan(1_000);
     await new Promise((resolve) => setTimeout(resolve, 20)); // the client reads its stream's end in the background
     expect(logged).not.toHaveBeenCalled();
   });
 
-  it("ends the stream when Redis goes away, and answers 503 while it is down", async () => {
+  it("ends the stream when Redis goes away, saying so first, and answers 503 while it is down", async () => {
     const redisServer = await startRedisServer();
     cleanup.push(() => redisServer.stop());
     const local = await privateServer(redisServer.url);
-    const stream = await openRaw(`/subscribe/${key("outage")}`, local);
+    const channel = key("outage");
+    const stream = await openRaw(`/subscribe/${channel}`, local);
     await stream.events();
     const started = performance.now();
     await redisServer.stop();
+    expect(await stream.events()).toEqual([`data: error,${channel},ERR the local server lost its Redis connection\n\n`]);
     expect(await stream.ended()).toBe("done");
     expect(performance.now() - started).toBeLessThan(1_000);
     const refused = await rest(`/subscribe/${key("down")}`, { method: "POST", url: local.url, token: local.token });

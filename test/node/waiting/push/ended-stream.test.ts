@@ -1,6 +1,6 @@
-// A push stream that ends without a word: @upstash/redis reports nothing when an event stream's
-// body ends, as the local server's does when its Redis subscriber connection drops (Redis or the
-// server restarted, CLIENT KILL). The lock set must not wait on it for a minute.
+// A push stream that ends: the local server says so with an "error" event before it ends a stream
+// whose Redis subscriber dropped, but @upstash/redis reports nothing when a stream's body just ends,
+// so a server that says nothing leaves the lock set to find out from the handovers it misses.
 import { Redis as IORedis } from "ioredis";
 import { afterEach, expect, it } from "vitest";
 import { createLocks, type Lease, type RedisClient } from "../../../../src/index.ts";
@@ -15,8 +15,8 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-/** A client of the local server whose acquire attempts and streams are recorded. */
-function recordedClient(server: { url: string; token: string }) {
+/** A client of the local server whose acquire attempts and streams are recorded; `deaf`: its streams report no errors. */
+function recordedClient(server: { url: string; token: string }, deaf = false) {
   const real = localRedis({}, server);
   const acquireSha1 = scriptSha1(scripts.acquire);
   const attempts: { sentAt: number; answered: boolean }[] = [];
@@ -33,7 +33,7 @@ function recordedClient(server: { url: string; token: string }) {
     subscribe(channel) {
       const subscriber = real.subscribe(channel);
       subscriber.on("subscribe", () => confirmedAt.push(performance.now()));
-      return subscriber;
+      return { on: (type, listener) => (deaf && type === "error" ? undefined : subscriber.on(type, listener)), unsubscribe: () => subscriber.unsubscribe() };
     },
   };
   /** Resolves once the waiter listens on its stream number `n` and has looked since it confirmed. */
@@ -42,7 +42,8 @@ function recordedClient(server: { url: string; token: string }) {
   return { client, attempts, confirmedAt, listening };
 }
 
-it("a stream that ended unseen is replaced once two handovers' messages fail to come, and the next handover is by message", async () => {
+/** A private local server over a Redis of its own, a holder's lock set, and a recorded waiter's. */
+async function rig(deaf: boolean) {
   const redisServer = await startRedisServer();
   cleanup.push(() => redisServer.stop());
   const server = await startLocalUpstash({ redisUrl: redisServer.url });
@@ -50,21 +51,43 @@ it("a stream that ended unseen is replaced once two handovers' messages fail to 
   const admin = new IORedis(redisServer.url);
   cleanup.push(async () => admin.disconnect());
   const holder = createLocks({ redis: localRedis({}, server), prefix: "ended" });
-  const { client, attempts, confirmedAt, listening } = recordedClient(server);
-  const waiter = createLocks({ redis: client, prefix: "ended" });
+  const recorded = recordedClient(server, deaf);
+  const waiter = createLocks({ redis: recorded.client, prefix: "ended" });
+  /** Releases `held` while `wait` waits, and counts the waiter's looks until it has the lock. */
   const handedOver = async (wait: Promise<Lease>, held: Lease) => {
-    const before = attempts.length;
+    const before = recorded.attempts.length;
     await held.release();
     const lease = await wait;
-    return { lease, looks: attempts.length - before };
+    return { lease, looks: recorded.attempts.length - before };
   };
+  /** Drops the local server's subscriber connections, which ends their streams. */
+  const killSubscribers = async () => {
+    await admin.client("KILL", "TYPE", "pubsub");
+    await until(async () => (await admin.pubsub("CHANNELS")).length === 0, 5_000);
+  };
+  return { holder, waiter, handedOver, killSubscribers, ...recorded };
+}
 
+it("a stream the local server ends because its Redis subscriber dropped is replaced at once: the next handover is by message", async () => {
+  const { holder, waiter, handedOver, killSubscribers, listening } = await rig(false);
+  const held = await holder.acquire("gate");
+  const waiting = waiter.acquire("gate", { waitMs: 20_000 });
+  await listening(1);
+  await killSubscribers();
+  // The server's "error" event failed the stream: another opened within the same wait.
+  await listening(2);
+  const next = await handedOver(waiting, held);
+  expect(next.looks).toBe(0);
+  expect(next.lease.fence).toBeGreaterThan(held.fence);
+  await next.lease.release();
+});
+
+it("a stream that ended without a word is replaced once two handovers' messages fail to come, and the next handover is by message", async () => {
+  const { holder, waiter, handedOver, killSubscribers, listening, confirmedAt } = await rig(true);
   let held = await holder.acquire("gate");
   let waiting = waiter.acquire("gate", { waitMs: 20_000 });
   await listening(1);
-  // The local server's subscriber connection drops; it ends the event stream, and the client says nothing.
-  await admin.client("KILL", "TYPE", "pubsub");
-  await until(async () => (await admin.pubsub("CHANNELS")).length === 0, 5_000);
+  await killSubscribers();
   // Twice, its look (within a second) found the lock its own: the message was lost. One such look
   // alone may be a waiter that left holding a handover; two with no message between are a dead stream.
   for (let round = 0; round < 2; round++) {
