@@ -52,6 +52,12 @@ export function duplicateConnection(redis: NodeRedisClient): SubscriberConnectio
   };
 }
 
+/** How often a cluster's UNSUBSCRIBE is tried: a failover takes seconds (node timeout, then the election). */
+const UNSUBSCRIBE_TRIES = 30;
+
+/** A pause that keeps no process alive. */
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
 /** `reply`, or a rejection once CONFIRM_MS have passed without one. */
 function withinConfirmMs(reply: Promise<unknown>, command: string): Promise<unknown> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -71,7 +77,13 @@ export function clusterConnection(cluster: NodeRedisCluster, sharded: boolean): 
   let deliver: (channel: string, message: string) => void = () => {};
   let drop: (reason: string) => void = () => {};
   const listener: MessageListener = (message, channel) => deliver(String(channel), String(message));
-  const unsubscribe = (channel: string) => (channels.delete(channel), sharded ? cluster.sUnsubscribe(channel, listener) : cluster.unsubscribe(channel, listener));
+  // An UNSUBSCRIBE that fails as its node goes down leaves the listener with node-redis, which then
+  // subscribes it again on the new master, for good: tried again each second until it takes.
+  const unsubscribe = (channel: string, tries = UNSUBSCRIBE_TRIES): Promise<unknown> => {
+    channels.delete(channel);
+    const sent = sharded ? cluster.sUnsubscribe(channel, listener) : cluster.unsubscribe(channel, listener);
+    return sent.catch((error: unknown) => (tries > 1 ? pause(1_000).then(() => unsubscribe(channel, tries - 1)) : Promise.reject(error)));
+  };
   const events: [string, (...args: unknown[]) => void][] = [
     ["node-error", (error: unknown) => drop(`a cluster node's connection failed: ${String(error)}`)],
     ["node-reconnecting", () => drop("reconnecting to a cluster node")],

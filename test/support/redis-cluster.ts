@@ -61,6 +61,8 @@ export async function startRedisCluster({ masters = 3, replicas = false, args = 
     await until(async () => (await Promise.all(all.map(knowsEveryNode(all.length)))).every(Boolean), 20_000);
     await Promise.all(followers.map((node, i) => node.admin.call("CLUSTER", "REPLICATE", primaries[i]!.id)));
     await until(async () => (await Promise.all(all.map(clusterOk))).every(Boolean), 20_000);
+    // A replica that has not synced yet refuses to take over from a master that fails.
+    await until(async () => (await Promise.all(followers.map(synced))).every(Boolean), 20_000);
   } catch (error) {
     await cluster.stop();
     throw error;
@@ -70,6 +72,10 @@ export async function startRedisCluster({ masters = 3, replicas = false, args = 
 
 function knowsEveryNode(count: number) {
   return async ({ admin }: ClusterNode) => String(await admin.call("CLUSTER", "NODES")).trim().split("\n").length === count;
+}
+
+async function synced({ admin }: ClusterNode): Promise<boolean> {
+  return /master_link_status:up/.test(String(await admin.info("replication")));
 }
 
 async function clusterOk({ admin }: ClusterNode): Promise<boolean> {
