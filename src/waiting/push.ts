@@ -54,8 +54,8 @@ export function pushWaiter(channel: WakeChannel, ticket: string, owner: string, 
       return handedOver(member);
     },
     // The lock taken by the attempt after such a pause was, most likely, handed over by a release
-    // whose message never came: the stream may have ended unseen, so another is opened. A look after
-    // the holder's TTL, or this call's own hold come too late (-1), tells nothing.
+    // whose message never came: the stream may have ended unseen, and the channel counts it (see
+    // lost()). A look after the holder's TTL, or this call's own hold come too late (-1), tells nothing.
     granted: () => heardNothing && channel.lost(),
     close: () => channel.leave(ticket),
   };
