@@ -56,35 +56,36 @@ describe("fenced store", () => {
     await locks.withLock("doc", (lease) => store.write("doc", "next holder", lease.fence));
   });
 
-  // The caller's hour is the one that refuses: a fence it allows must not fail inside Lua as "unavailable".
-  it("takes a fence its caller's clock allows when that clock runs minutes ahead of Redis'", async () => {
-    const { store } = setup("caller-ahead");
+  /** Runs `calls` with this process's clock `callerAheadMin` minutes ahead of Redis', given a fence `fenceAheadMin` minutes ahead of Redis'. */
+  async function withCallerAhead<T>(callerAheadMin: number, fenceAheadMin: number, calls: (fence: number) => Promise<T>): Promise<T> {
     const redisNow = Date.now();
-    const fence = (redisNow + 64 * 60_000) * 1000; // 59 minutes ahead of the caller, 64 of Redis
-    vi.spyOn(Date, "now").mockReturnValue(redisNow + 5 * 60_000);
+    vi.spyOn(Date, "now").mockReturnValue(redisNow + callerAheadMin * 60_000);
     try {
-      await store.write("doc", "written", fence);
+      return await calls((redisNow + fenceAheadMin * 60_000) * 1000);
     } finally {
       vi.restoreAllMocks();
     }
+  }
+
+  // The caller's hour is the one that refuses: a fence it allows must not fail inside Lua as "unavailable".
+  it("takes a fence its caller's clock allows when that clock runs minutes ahead of Redis'", async () => {
+    const { store } = setup("caller-ahead");
+    // 59 minutes ahead of the caller, 64 of Redis.
+    const fence = await withCallerAhead(5, 64, async (fence) => (await store.write("doc", "written", fence), fence));
     expect(await store.read("doc")).toEqual({ value: "written", fence });
   });
 
   // Past the Lua's 70 minutes no retry helps: "unavailable" would invite retries (a 503 from requireFence) for good.
   it("refuses a fence its caller's clock allows but Redis' cannot, as bad input that changed nothing, not as Redis unavailable", async () => {
     const { store } = setup("far-ahead");
-    const redisNow = Date.now();
-    const fence = (redisNow + 75 * 60_000) * 1000; // 55 minutes ahead of the caller, 75 of Redis
-    vi.spyOn(Date, "now").mockReturnValue(redisNow + 20 * 60_000);
-    try {
+    // 55 minutes ahead of the caller, 75 of Redis.
+    await withCallerAhead(20, 75, async (fence) => {
       for (const call of [store.write("doc", "written", fence), store.claim("doc", fence)]) {
         const error = await call.catch((e: unknown) => e);
         expect(error).toBeInstanceOf(LockConfigError);
         expect(String(error)).toMatch(/Invalid fence: over 70 min ahead of the store Redis' clock: forged, or the lock Redis' clock is far ahead \(check both\)/);
       }
-    } finally {
-      vi.restoreAllMocks();
-    }
+    });
     expect(await store.read("doc")).toBeNull();
   });
 
