@@ -1,7 +1,7 @@
 // requireFence (fencelock/hono): Hono middleware for a storage route that refuses stale fences.
 import type { Context, Env, MiddlewareHandler } from "hono";
 import * as z from "zod/mini";
-import { LockUnavailableError, StaleFenceError } from "../core/errors.ts";
+import { LockConfigError, LockUnavailableError, StaleFenceError } from "../core/errors.ts";
 import { FENCE_HEADER, parseFenceHeader } from "../core/fence.ts";
 import type { FencedStore } from "../fencing/store.ts";
 import { aFunction, hasMethod, optionalFunction } from "./guard-options.ts";
@@ -85,6 +85,10 @@ function headerProblem(kind: "missing" | "malformed"): Problem {
 function storeProblem(error: unknown): Problem | null {
   if (error instanceof StaleFenceError) {
     return staleFenceProblem(error);
+  }
+  // The store's Redis refused it as far ahead of its clock: the token's fault, or the clocks'.
+  if (error instanceof LockConfigError && error.message.startsWith("Invalid fence:")) {
+    return { ...headerProblem("malformed"), detail: `${FENCE_HEADER} is over 70 minutes ahead of the store Redis' clock: forged, or a clock is far off.` };
   }
   if (error instanceof LockUnavailableError) {
     return { type: "urn:fencelock:problem:fence-check-unavailable", title: "Fence check unavailable",

@@ -1,7 +1,7 @@
 // requireFence on the server side: the Fencing-Token header checked, and a stale fence refused
 // with 409.
 import { Hono } from "hono";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createFencedStore, LockUnavailableError, StaleFenceError } from "../../../src/index.ts";
 import { parseFenceHeader } from "../../../src/http.ts";
 import { requireFence, type FenceVariables } from "../../../src/hono.ts";
@@ -71,6 +71,21 @@ describe("requireFence", () => {
     expect((await put(app, String(lease.fence))).status).toBe(200);
     expect(await store.read("invoice-42")).toEqual({ value: "paid", fence: lease.fence });
     await lease.release();
+  });
+
+  // This process's clock allows it (20 min ahead of Redis'), the store's Lua does not (75 min ahead of its clock).
+  it("answers 400 to a fence the store's Redis refuses as over 70 minutes ahead of its clock, and runs no handler", async () => {
+    const { app, store } = blobService();
+    const redisNow = Date.now();
+    const spy = vi.spyOn(Date, "now").mockReturnValue(redisNow + 20 * 60_000);
+    try {
+      const res = await put(app, String((redisNow + 75 * 60_000) * 1000));
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ title: "Malformed fencing token", detail: expect.stringMatching(/over 70 minutes ahead of the store Redis' clock/) });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await store.read("invoice-42")).toBeNull();
   });
 
   it("answers 409 with the highest fence seen when the token is stale, and keeps the newer value", async () => {
