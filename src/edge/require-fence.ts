@@ -86,7 +86,8 @@ function storeProblem(error: unknown): Problem | null {
   if (error instanceof StaleFenceError) {
     return staleFenceProblem(error);
   }
-  // The store's Redis refused it as far ahead of its clock: the token's fault, or the clocks'.
+  // The store's Redis refused it as far ahead of its clock (failures.ts names the error so): the
+  // token's fault, or the clocks'.
   if (error instanceof LockConfigError && error.message.startsWith("Invalid fence:")) {
     return { ...headerProblem("malformed"), detail: `${FENCE_HEADER} is over 70 minutes ahead of the store Redis' clock: forged, or a clock is far off.` };
   }

@@ -9,7 +9,10 @@ export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** A failed call as a LockUnavailableError: its reason without secrets, and a hint at what to fix. */
+/**
+ * A failed call as a LockUnavailableError: its reason without secrets, and a hint at what to fix.
+ * store-fence.lua's own refusal of a fence is bad input, not an outage: a LockConfigError.
+ */
 export function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secret?: string) {
   // Dropped: the command @upstash/redis appends (owner token included), credentials in a URL (a
   // word's `//` to its last `@`), and words of 300+ characters, where `\S+@` would take quadratic time.
