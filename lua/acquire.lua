@@ -18,6 +18,14 @@ local leaseMsText, fenceTtlMsText = ARGV[3], ARGV[4]
 local leaseMs, fenceTtlMs = tonumber(leaseMsText), tonumber(fenceTtlMsText)
 -- How long the ticket stays queued without another attempt; 0: do not queue.
 local queueMs = tonumber(ARGV[5])
+-- Checked before any write, whoever runs this script: a TTL Redis refused halfway would leave a lock
+-- that never expires. Decimal as PEXPIRE reads them, under 1e12. Every script that sets a TTL has
+-- these lines word for word (a loop even for one argument), so gzip ships them once.
+for i = 3, 5 do
+  if not (string.match(ARGV[i], '^[1-9]%d*$') or ARGV[i] == '0') or #ARGV[i] > 12 then
+    return redis.error_reply('ERR fencelock: malformed TTL argument')
+  end
+end
 -- Quorum mode only: the fence the client proposes to every node (its clock), so that nodes that know
 -- no higher one mint the same. It also lifts τ, the most a fence may run ahead of this clock: there
 -- the majority keeps fences in order, and a slow clock must not hold the others back (docs/guarantees.md).

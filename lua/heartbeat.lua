@@ -3,6 +3,12 @@
 -- Reply {1, ttlMs, holds} when extended (or already longer), {0, 0, 0} when the caller no longer
 -- holds it. Quorum mode repairs a node with the holds the others count.
 local lock, fenceKey = unpack(KEYS)
+-- Checked before any write, as in acquire.lua.
+for i = 3, 4 do
+  if not (string.match(ARGV[i], '^[1-9]%d*$') or ARGV[i] == '0') or #ARGV[i] > 12 then
+    return redis.error_reply('ERR fencelock: malformed TTL argument')
+  end
+end
 local owner = ARGV[1]
 -- Compared as the string it is stored as.
 local fence = ARGV[2]

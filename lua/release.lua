@@ -13,6 +13,12 @@ local fence = ARGV[2]
 local seen = 'q:' .. ARGV[3]
 -- How long a retry of this release may still come.
 local retryWindowMs = ARGV[4]
+-- Checked before any write, as in acquire.lua: a record Redis gave no TTL would stay for good.
+for i = 4, 4 do
+  if not (string.match(ARGV[i], '^[1-9]%d*$') or ARGV[i] == '0') or #ARGV[i] > 12 then
+    return redis.error_reply('ERR fencelock: malformed TTL argument')
+  end
+end
 local cur = redis.call('HMGET', lock, 'owner', 'fence', 'holds', seen)
 if cur[1] == owner and cur[2] == fence then
   local holds = tonumber(cur[3])
@@ -47,14 +53,15 @@ if cur[1] == owner and cur[2] == fence then
     end
     -- A push waiter queues as 'ticket.owner.leaseMs.fenceTtlMs.lockSet' (the heir's, as acquire.lua
     -- takes them, and its lock set's id), '.s' added where it listens on a shard channel; a polling
-    -- one as its ticket alone, and finds the lock free on its next look.
+    -- one as its ticket alone, and finds the lock free on its next look. Its numbers as acquire.lua
+    -- checks them: a leaseMs PEXPIRE refused would leave the heir's lock with no TTL.
     local head = redis.call('ZRANGE', queue, 0, 0)[1] or ''
-    local ticket, heir, leaseMs, fenceTtlMs, lockSet, shard = string.match(head, '^(%x+)%.(%x+)%.(%d+)%.(%d+)%.(%x+)(%.?s?)$')
+    local ticket, heir, leaseMs, fenceTtlMs, lockSet, shard = string.match(head, '^(%x+)%.(%x+)%.([1-9]%d*)%.([1-9]%d*)%.(%x+)(%.?s?)$')
     local last = tonumber(redis.call('HGET', fenceKey, 'last')) or 0
     local minted = math.max(last + 1, nowUs)
     -- As acquire.lua: never a fence over 1 s ahead of this clock. Only to a head still asking (the
     -- sweep stops at 100, an evicted place tells nothing): one that stopped would hold a whole lease.
-    if ticket and minted <= nowUs + 1000000 and tonumber(redis.call('ZSCORE', alive, head) or 0) > nowMs then
+    if ticket and #leaseMs < 13 and #fenceTtlMs < 13 and minted <= nowUs + 1000000 and tonumber(redis.call('ZSCORE', alive, head) or 0) > nowMs then
       -- Taken as acquire.lua takes it, marked with the waiter's ticket so that its own next
       -- attempt (the message was lost) finds it held, and leave.lua can give it back.
       local newFence = string.format('%d', minted)

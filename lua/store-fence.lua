@@ -10,6 +10,12 @@ local key, written = unpack(KEYS)
 local fence = ARGV[1]
 -- 0: keep no TTL.
 local ttlMs = tonumber(ARGV[2])
+-- Checked before any write, as the fence below.
+for i = 2, 2 do
+  if not (string.match(ARGV[i], '^[1-9]%d*$') or ARGV[i] == '0') or #ARGV[i] > 12 then
+    return redis.error_reply('ERR fencelock: malformed TTL argument')
+  end
+end
 -- How long a retry of this write may still come.
 local retryWindowMs = ARGV[3]
 -- Absent for a claim or a read.

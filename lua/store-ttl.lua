@@ -5,5 +5,11 @@
 local record = KEYS[1]
 -- 0: kept without.
 local ttlMs = ARGV[1]
+-- Checked before it is kept for good: text here would fail every store on the prefix.
+for i = 1, 1 do
+  if not (string.match(ARGV[i], '^[1-9]%d*$') or ARGV[i] == '0') or #ARGV[i] > 12 then
+    return redis.error_reply('ERR fencelock: malformed TTL argument')
+  end
+end
 redis.call('SET', record, ttlMs, 'NX')
 return {tonumber(redis.call('GET', record))}
