@@ -10,7 +10,8 @@
 // Client time is each call's time less the time of the request inside it (timed where the
 // library hands it to @upstash/redis), so the network and the server cancel out. Redis time is
 // what Redis spends executing each variant's commands (INFO commandstats), from an untimed run
-// of each variant alone afterwards.
+// of each variant alone afterwards. Last, fencelock's own code alone: cycles against a client that
+// answers at once, which tells its share of the client time from the machine's.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { Lock } from "@upstash/lock";
 import { Redis } from "@upstash/redis";
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
     const variants = await makeVariants(redis, timedRedis);
     const samples = await timeRounds(variants, timedRedis.timed);
     report(samples, await redisMicrosPerCycle(server.redisUrl, variants));
+    console.log(`\nfencelock's own code, against a client that answers at once: ${(await ownCodeMicros()).toFixed(1)} µs a cycle`);
   } finally {
     await server.close();
   }
@@ -156,6 +158,28 @@ async function redisMicrosPerCycle(
   }
 }
 
+/** µs a fencelock cycle takes against a client that answers at once (push waits on, as with @upstash/redis). */
+async function ownCodeMicros(): Promise<number> {
+  let fence = 0;
+  const instant: RedisClient = {
+    // acquire.lua's grant for 4 keys; release.lua's "released" for 5.
+    evalsha: async (_sha, keys) => (keys.length === 4 ? [1, ++fence, 1, 10_000] : [1, 0]),
+    eval: () => Promise.reject(new Error("the instant client knows every script")),
+    subscribe: () => {
+      throw new Error("an uncontended cycle never waits");
+    },
+  };
+  const locks = createLocks({ redis: instant, prefix: "overhead" });
+  const scope = new AsyncLocalStorage<number>();
+  const cycles = async (count: number) => {
+    for (let n = 0; n < count; n++) await scope.run(n, async () => (await locks.acquire("own", { waitMs: 60_000 })).release());
+  };
+  await cycles(quick ? 10 : 20_000);
+  const start = now();
+  const count = quick ? 10 : 200_000;
+  await cycles(count);
+  return ((now() - start) * 1000) / count;
+}
 
 function report(samples: Record<string, Sample[]>, redisMicros: Record<string, number>): void {
   const p50 = (values: number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
