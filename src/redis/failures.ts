@@ -22,7 +22,7 @@ export function unavailable(error: unknown, script: LuaScript, timeoutMs?: numbe
     : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
   if (secret) reason = reason.split(secret).join("<redacted>");
   // store-fence.lua's own refusal, which no retry mends.
-  if (reason.includes("fencelock: malformed")) {
+  if (reason.includes("fencelock: malformed fence")) {
     return new LockConfigError("fence", ["over 70 min ahead of the store Redis' clock: forged, or the lock Redis' clock is far ahead (check both)"]);
   }
   return new LockUnavailableError(`Redis request for ${script.name} failed (${reason}); ${hintFor(reason)}.`);

@@ -88,6 +88,17 @@ describe("a Redis that is down or slow", () => {
     expect(error.message).toMatch(hint);
   });
 
+  // The scripts' refusal of a TTL they were sent (lua/acquire.lua) is not the store's refusal of a fence.
+  it("does not say a fence is ahead of the clock when a script refuses a TTL argument", async () => {
+    const refusing = async () => {
+      throw new Error("ERR fencelock: malformed TTL argument");
+    };
+    const { error } = await failure(createLocks({ redis: { evalsha: refusing, eval: refusing } }).tryAcquire("job"));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).toMatch(/malformed TTL argument/);
+    expect(error.message).not.toMatch(/70 min|clock/);
+  });
+
   it("says the database's request quota is used up, not that Redis is unreachable", async () => {
     // Upstash's answer once a plan's requests are spent; the message is what is tested.
     const spent = async () => {
