@@ -62,7 +62,7 @@ const eventLock = lockGuard<AppEnv>({ locks: (c) => locksFor(c.env), name: (c) =
 app.put("/events/:id", eventLock, async (c) => {
   const body: unknown = await c.req.json().catch(() => undefined);
   const { name, stock } = (typeof body === "object" && body !== null ? body : {}) as { name?: unknown; stock?: unknown };
-  if (typeof name !== "string" || !Number.isSafeInteger(stock) || (stock as number) < 0) {
+  if (typeof name !== "string" || typeof stock !== "number" || !Number.isSafeInteger(stock) || stock < 0) {
     return c.json({ error: "expected { name: string, stock: non-negative integer }" }, 400);
   }
   const id = c.req.param("id");
@@ -88,6 +88,8 @@ app.post("/events/:id/buy", eventLock, async (c) => {
 app.onError((error, c) => {
   // A purchase or a restock whose lease lapsed while another request went ahead: nothing was written.
   if (error instanceof StaleFenceError) return problemResponse(staleFenceProblem(error));
+  // The client gets no details; the log says what to fix (a bad LEASE_MS, a missing DB binding).
+  console.error(error);
   return c.json({ error: "internal error" }, 500);
 });
 

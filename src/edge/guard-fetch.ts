@@ -17,7 +17,7 @@ export interface GuardFetchOptions<Env> {
   leaseMs?: number;
   /** "push" (default on one Redis): a waiting request is handed the lock by the holder's release (see lockGuard); or "poll". */
   wake?: "poll" | "push";
-  /** "await" (default) releases before the response is returned; "waitUntil" releases in the background. */
+  /** "await" (default) releases before the body's last byte goes out; "waitUntil" releases in the background. */
   release?: "await" | "waitUntil";
   /** Builds the refusals (423, 503, and 400 for a name the request made unusable); by default application/problem+json, with Retry-After on 423 and 503. */
   onLocked?: (request: Request, refusal: Refusal) => Response | Promise<Response>;

@@ -40,20 +40,28 @@ export function lockSetOf(locks: unknown, what: string): Locks {
   throw new LockConfigError(what, [`locks: expected a lock set from createLocks(), got ${got}`]);
 }
 
-/** The default refusal: application/problem+json, with Retry-After. */
-export function refusalResponse(_request: unknown, { problem, headers }: Refusal): Response {
+/** The default refusal: application/problem+json, with Retry-After; a 503's cause goes to the log. */
+export function refusalResponse(_request: unknown, { problem, headers, error }: Refusal): Response {
+  logCause(error);
   return problemResponse(problem, headers);
+}
+
+/** A 503's cause, logged: the body is the client's and names no host or token, so only the log says what to fix. */
+export function logCause(error: Error | undefined): void {
+  if (error) console.error(error);
 }
 
 /** Why a guarded request was turned away, as a problem and the headers that go with it. */
 export interface Refusal {
   problem: Problem;
   headers: Record<string, string>;
+  /** Behind a 503: the error that says what failed and what to fix, for the app to log. */
+  error?: LockUnavailableError | ClockBehindError;
 }
 
 /**
  * Takes the lock for one request, or says why not: a name the request made unusable (400),
- * busy, or the client gone while waiting (423), or Redis unreachable (503). No name at all is
+ * busy, or the client gone while waiting (423), or Redis failing or unreachable (503). No name at all is
  * the app's mistake, thrown.
  */
 export async function enterGuard(
@@ -72,8 +80,8 @@ export async function enterGuard(
     return await locks.acquire(name, { waitMs, leaseMs, wake, signal, waitUntil });
   } catch (error) {
     if (error instanceof LockTimeoutError) return locked(error.retryAfterMs);
-    if (error instanceof ClockBehindError) return clockBehind(error.retryAfterMs);
-    if (error instanceof LockUnavailableError) return unavailable();
+    if (error instanceof ClockBehindError) return clockBehind(error);
+    if (error instanceof LockUnavailableError) return unavailable(error);
     // A name that passed requestedName, but not the lock set's hashTag (keys.ts): the request's to fix.
     if (error instanceof LockConfigError && error.message.startsWith("Invalid lock name")) return { problem: badNameProblem(error), headers: {} };
     // The client stopped waiting and went away: nobody reads this answer, and it is no error.
@@ -171,19 +179,21 @@ function locked(retryAfterMs: number): Refusal {
   };
 }
 
-function clockBehind(retryAfterMs: number): Refusal {
-  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+function clockBehind(error: ClockBehindError): Refusal {
+  const seconds = Math.max(1, Math.ceil(error.retryAfterMs / 1000));
   return {
     problem: { type: "urn:fencelock:problem:clock-behind", title: "Lock service unavailable", status: 503,
       detail: `The lock is free, but Redis' clock is behind its last fence; retry in ${seconds} s.`, retryAfter: seconds },
     headers: { "Retry-After": String(seconds) },
+    error,
   };
 }
 
-function unavailable(): Refusal {
+function unavailable(error: LockUnavailableError): Refusal {
   return {
     problem: { type: "urn:fencelock:problem:lock-unavailable", title: "Lock service unavailable", status: 503,
-      detail: "The lock could not be taken because Redis did not answer; retry shortly." },
+      detail: "The lock could not be taken: Redis failed or did not answer; retry shortly." },
     headers: { "Retry-After": "1" },
+    error,
   };
 }

@@ -29,7 +29,7 @@ export interface LockGuardOptions<E extends Env = Env> {
    * release hands it the lock (a few ms rather than a poll's tens); "poll" backs off and looks again.
    */
   wake?: "poll" | "push";
-  /** "await" (default) releases before the response is sent; "waitUntil" releases in the background. */
+  /** "await" (default) releases before the body's last byte goes out; "waitUntil" releases in the background. */
   release?: "await" | "waitUntil";
   /** Builds the refusals (423, 503, and 400 for a name the request made unusable); by default application/problem+json, with Retry-After on 423 and 503. */
   onLocked?: (c: Context<LockGuardEnv<E>>, refusal: Refusal) => Response | Promise<Response>;

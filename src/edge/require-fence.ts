@@ -7,6 +7,7 @@ import type { FencedStore } from "../fencing/store.ts";
 import { aFunction, hasMethod, optionalFunction } from "./guard-options.ts";
 import { parseOptions } from "../core/options.ts";
 import { problemResponse, requestedName, staleFenceProblem, type Problem } from "../fencing/http/problem.ts";
+import { logCause } from "./guard.ts";
 
 /** What requireFence() puts on the context: `c.get("fence")`. */
 export type FenceVariables = { fence: number };
@@ -22,14 +23,17 @@ export interface RequireFenceOptions<E extends Env = Env> {
   resource: (c: Context<RequireFenceEnv<E>>) => string | undefined;
   /** Register the fence at the store before the handler runs (default true): see "claim" in the README. */
   claim?: boolean;
-  /** Builds the error response; by default an application/problem+json body. */
-  onProblem?: (c: Context<RequireFenceEnv<E>>, problem: Problem) => Response | Promise<Response>;
+  /**
+   * Builds the error response; by default an application/problem+json body. `error`: behind a 503,
+   * the store's error, which says what failed and what to fix (the default logs it).
+   */
+  onProblem?: (c: Context<RequireFenceEnv<E>>, problem: Problem, error?: LockUnavailableError) => Response | Promise<Response>;
 }
 
 /**
  * Guards a storage route with fencing tokens: the request must carry its lease's fence in
  * the Fencing-Token header; missing -> 428, malformed -> 400, older than one the resource
- * has seen -> 409 with the highest fence, Redis unreachable -> 503 with Retry-After. The
+ * has seen -> 409 with the highest fence, Redis failing or unreachable -> 503 with Retry-After. The
  * handler gets the fence from `c.get("fence")` and must still write through
  * `store.write(resource, value, fence)`, which checks again atomically; a StaleFenceError it
  * throws also becomes a 409.
@@ -53,7 +57,7 @@ export function requireFence<E extends Env = Env>(
   }, "expected an options object");
   // The values checked, never a second read of `options` (a getter could answer differently).
   const checked = parseOptions(schema, options, "requireFence options") as RequireFenceOptions<E>;
-  const { store, resource, claim = true, onProblem = (_c, problem) => problemResponse(problem, retryAfter(problem)) } = checked;
+  const { store, resource, claim = true, onProblem = defaultProblem } = checked;
   return async function requireFence(c, next) {
     const parsed = parseFenceHeader(c.req.header(FENCE_HEADER));
     if (!parsed.ok) return onProblem(c, headerProblem(parsed.problem));
@@ -64,7 +68,7 @@ export function requireFence<E extends Env = Env>(
     } catch (error) {
       const problem = storeProblem(error);
       if (!problem) throw error;
-      return onProblem(c, problem);
+      return onProblem(c, problem, error instanceof LockUnavailableError ? error : undefined);
     }
     c.set("fence", parsed.fence);
     await next();
@@ -93,12 +97,13 @@ function storeProblem(error: unknown): Problem | null {
   }
   if (error instanceof LockUnavailableError) {
     return { type: "urn:fencelock:problem:fence-check-unavailable", title: "Fence check unavailable",
-      status: 503, detail: "The fence could not be checked; retry shortly.", retryAfter: 1 };
+      status: 503, detail: "The fence could not be checked: Redis failed or did not answer; retry shortly.", retryAfter: 1 };
   }
   return null;
 }
 
-/** The Retry-After header of a problem that says when to retry, as lockGuard's 503 sends. */
-function retryAfter(problem: Problem): Record<string, string> {
-  return problem.retryAfter ? { "Retry-After": String(problem.retryAfter) } : {};
+/** application/problem+json, with the Retry-After a 503 says (as lockGuard's); a 503's cause goes to the log. */
+function defaultProblem(_c: unknown, problem: Problem, error?: LockUnavailableError): Response {
+  logCause(error);
+  return problemResponse(problem, problem.retryAfter ? { "Retry-After": String(problem.retryAfter) } : {});
 }

@@ -153,7 +153,8 @@ describe("requireFence", () => {
     expect([res.status, await res.text()]).toEqual([200, "ok"]);
   });
 
-  it("answers 503 with Retry-After when Redis cannot check the fence, and runs no handler", async () => {
+  it("answers 503 with Retry-After when Redis cannot check the fence, runs no handler, and logs why", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
     const down = async () => {
       throw new Error("connect ECONNREFUSED 127.0.0.1:6379");
     };
@@ -164,6 +165,8 @@ describe("requireFence", () => {
     expect(res.status).toBe(503);
     expect(res.headers.get("Retry-After")).toBe("1");
     expect(await res.json()).toMatchObject({ title: "Fence check unavailable", retryAfter: 1 });
+    expect(String(logged.mock.calls[0]?.[0])).toMatch(/ECONNREFUSED.*check that Redis is running/);
+    logged.mockRestore();
   });
 
   // A "retry" answer would invite the client to run work again that may have had effects.
