@@ -3,7 +3,7 @@ import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "../core/client.ts";
 import { LockConfigError } from "../core/errors.ts";
 import { clusterRouter, serverRouter, SubscriberGroup, type PubSub, type Router } from "./ioredis-pubsub.ts";
-import { notTheClient, pubsubOf, type AdapterOptions } from "./options.ts";
+import { notTheClient, pubsubOf, subscriberModeOr, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
 import { subscriberOf } from "./shared-subscriber.ts";
 
@@ -26,7 +26,7 @@ export function fromIoredis(client: Redis | Cluster, options?: IoredisOptions): 
   // ioredis takes the number of keys, then keys and arguments in one list.
   const read = (sent: Promise<unknown>) => sent.then(withNumbers, (error: unknown) => {
     // Known only once it failed: right after quit() the status still reads "ready".
-    throw client.status === "end" ? closed() : error;
+    throw client.status === "end" ? closed() : subscriberModeOr(error, "ioredis client");
   });
   const redis: RedisClient = {
     evalsha: (sha1, keys, args) => read(client.evalsha(sha1, keys.length, ...keys, ...args)),

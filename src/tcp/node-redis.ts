@@ -1,7 +1,7 @@
 // fromNodeRedis: a client or cluster of the official `redis` package as fencelock's RedisClient.
 import type { RedisClient } from "../core/client.ts";
 import { LockConfigError } from "../core/errors.ts";
-import { notTheClient, pubsubOf, type AdapterOptions } from "./options.ts";
+import { notTheClient, pubsubOf, subscriberModeOr, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
 import { clusterConnection, duplicateConnection } from "./node-redis-pubsub.ts";
 import { subscriberOf } from "./shared-subscriber.ts";
@@ -58,7 +58,9 @@ export function fromNodeRedis(redis: NodeRedisClient | NodeRedisCluster, options
   const pubsub = pubsubOf(options, cluster !== undefined, "fromNodeRedis");
   // The default mapping, whatever the client's own: integers as numbers, text as strings (not Buffers).
   const scripts = redis.withTypeMapping({});
-  const run = (call: () => Promise<unknown>) => (redis.isOpen ? retriedWhileMoving(call).then(withNumbers) : notConnected());
+  const run = (call: () => Promise<unknown>) => (redis.isOpen ? retriedWhileMoving(call).then(withNumbers, (error: unknown) => {
+    throw subscriberModeOr(error, "node-redis client");
+  }) : notConnected());
   const client: RedisClient = {
     evalsha: (sha1, keys, args) => run(() => scripts.evalSha(sha1, { keys, arguments: args })),
     eval: (script, keys, args) => run(() => scripts.eval(script, { keys, arguments: args })),

@@ -25,7 +25,11 @@ export function pubsubOf(options: unknown, cluster: boolean, adapter: string): "
 /** A LockConfigError for what was passed instead of a client of `adapter`'s, saying what to do with it. */
 export function notTheClient(client: unknown, adapter: "fromIoredis" | "fromNodeRedis"): LockConfigError {
   const has = (method: string) => typeof (client as Record<string, unknown> | null | undefined)?.[method] === "function";
-  const issue = adapter === "fromIoredis" && has("evalSha")
+  // node-redis 4 has no withTypeMapping; in legacyMode its commands sit under `v4`, and look like ioredis'.
+  const nodeRedis4 = !has("withTypeMapping") && ((has("evalSha") && has("sendCommand")) || typeof (client as { v4?: unknown } | null | undefined)?.v4 === "object");
+  const issue = nodeRedis4
+    ? `this looks like a node-redis 4 client (redis@4, or its legacyMode): upgrade the redis package to 6.0.1 or later${adapter === "fromIoredis" ? " and use fromNodeRedis" : ""}`
+    : adapter === "fromIoredis" && has("evalSha")
     ? "this looks like a client of the redis package (node-redis): use fromNodeRedis from fencelock/node-redis"
     : adapter === "fromNodeRedis" && has("evalsha") && has("duplicate")
     ? "this looks like an ioredis client: use fromIoredis from fencelock/ioredis"
@@ -35,6 +39,14 @@ export function notTheClient(client: unknown, adapter: "fromIoredis" | "fromNode
     ? 'expected an ioredis client: new Redis(url) or new Cluster(nodes)'
     : "expected a client from createClient() or createCluster() of the redis package, connected";
   return new LockConfigError(`${adapter} client`, [issue]);
+}
+
+/** A client the app subscribed with answers only pub/sub commands, for good: the app's to fix, not a Redis to check on. */
+export function subscriberModeOr(error: unknown, what: "ioredis client" | "node-redis client"): unknown {
+  if (!/subscriber mode|only \(P\|S\)SUBSCRIBE/.test(String((error as Error | undefined)?.message))) return error;
+  return new LockConfigError(what, [
+    "it is in subscriber mode (subscribe() was called on it): pass a client that is not subscribed; fencelock opens subscriber connections of its own",
+  ]);
 }
 
 /** A failed SSUBSCRIBE, with what to do when the server has no sharded pub/sub (before Redis 7). */

@@ -91,6 +91,15 @@ describe("with stringNumbers, which fencelock's own local server sets", () => {
     await closing.quit();
     await expect(locks.tryAcquire("job")).rejects.toThrow(/Invalid ioredis client: it is closed: quit\(\) or disconnect\(\) was called/);
   });
+
+  // It never recovers: a LockUnavailableError would invite retries, and its hint points at the network.
+  it("a client the app subscribed with fails each call with LockConfigError, saying to pass another", async () => {
+    const subscribed = new Redis(server.url);
+    await subscribed.subscribe("app-events");
+    const locks = createLocks({ redis: fromIoredis(subscribed), prefix: uniquePrefix("subscribed") });
+    await expect(locks.tryAcquire("job")).rejects.toThrow(/Invalid ioredis client: it is in subscriber mode .*pass a client that is not subscribed/);
+    subscribed.disconnect();
+  });
 });
 
 // Redis 6 has no SSUBSCRIBE; a Redis 7 with the command renamed away answers as Redis 6 would.

@@ -44,6 +44,15 @@ async function startSentinel(primaryPort: number): Promise<void> {
 }
 
 const primaryPort = async () => Number(((await admin.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m")) as string[])[1]);
+const otherPort = (port: number) => (port === primary.port ? replica.port : primary.port);
+const info = async (client: Redis, section: string, field: string) => new RegExp(`${field}:(\\w+)`).exec(await client.info(section))?.[1];
+
+/** A client through the sentinel, as docs/node.md writes it. */
+function sentinelClient(): Redis {
+  const client = new Redis({ sentinels: [{ host: "127.0.0.1", port: sentinelPort }], name: "m", failoverDetector: true });
+  client.on("error", () => {}); // each refused reconnect while a primary is down
+  return client;
+}
 
 beforeAll(async () => {
   primary = await startRedisServer();
@@ -58,18 +67,41 @@ afterAll(async () => {
 });
 
 describe("a Sentinel failover", () => {
-  it("is survived: locks work again through the same client, with fences higher than before it", async () => {
-    const client = new Redis({ sentinels: [{ host: "127.0.0.1", port: sentinelPort }], name: "m" });
-    client.on("error", () => {}); // each refused reconnect while the primary is down
+  // Without failoverDetector, ioredis keeps the old primary until Sentinel demotes it (~10 s), while
+  // a client made after the failover uses the new one: both were granted the same lock.
+  it("planned (SENTINEL FAILOVER): a client from before it and one made after it never hold a lock at once", async () => {
+    const before = sentinelClient();
+    const prefix = uniquePrefix("sentinel-planned");
+    const locksBefore = createLocks({ redis: fromIoredis(before), prefix, leaseMs: 15_000 });
+    await (await locksBefore.acquire("warm")).release();
+    const from = await primaryPort();
+    // NOGOODSLAVE until the sentinel has seen the replica in sync.
+    await until(() => admin.call("SENTINEL", "FAILOVER", "m").then(() => true, () => false), 20_000);
+    await until(async () => (await primaryPort()) === otherPort(from), 20_000);
+    // The client has followed the switch (or answers nothing yet).
+    await until(async () => Number(await info(before, "server", "tcp_port").catch(() => 0)) === otherPort(from), 10_000);
+    const held = await locksBefore.acquire("job");
+    const after = sentinelClient();
+    expect(await createLocks({ redis: fromIoredis(after), prefix }).tryAcquire("job")).toBeNull();
+    // Once Sentinel has demoted the old primary, the lease is still there, and in sync for the next test.
+    const old = new Redis({ port: from });
+    await until(async () => (await info(old, "replication", "master_link_status")) === "up", 30_000);
+    await held.heartbeat();
+    await held.release();
+    old.disconnect();
+    before.disconnect();
+    after.disconnect();
+  });
+
+  it("unplanned (the primary killed): locks work again through the same client, with fences higher than before it", async () => {
+    const client = sentinelClient();
     const { client: redis, seen } = await observed(fromIoredis(client));
     const prefix = uniquePrefix("sentinel");
     const locks = createLocks({ redis, prefix, leaseMs: 1_000 });
     const before = await locks.acquire("job");
-    expect(await primaryPort()).toBe(primary.port);
-
-    const info = await client.info("server");
-    process.kill(Number(/process_id:(\d+)/.exec(info)?.[1]), "SIGKILL");
-    await until(async () => (await primaryPort()) === replica.port, 20_000);
+    const from = await primaryPort();
+    process.kill(Number(await info(client, "server", "process_id")), "SIGKILL");
+    await until(async () => (await primaryPort()) === otherPort(from), 20_000);
 
     // Calls fail (LockUnavailableError) until the client has found the new primary.
     let after: Lease | undefined;

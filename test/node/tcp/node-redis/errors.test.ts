@@ -2,6 +2,7 @@
 // connected, and Redis going away mid-use (calls fail within timeoutMs, and work again once it is back).
 import { Redis } from "ioredis";
 import { createClient, createCluster, createSentinel } from "redis";
+import { createClient as createClientV4 } from "redis4";
 import { afterEach, describe, expect, it } from "vitest";
 import { createFencedStore, createLocks, LockConfigError, LockUnavailableError } from "../../../../src/index.ts";
 import { startRedisServer, type RedisServer } from "../../../../src/local/index.ts";
@@ -46,6 +47,13 @@ describe("fromNodeRedis refuses", () => {
     }
   });
 
+  // npm refuses redis@4 against the peer range, but yarn, pnpm or --legacy-peer-deps let it through.
+  it("a node-redis 4 client, plain or in legacyMode, naming the version to upgrade to", () => {
+    for (const old of [createClientV4(), createClientV4({ legacyMode: true })]) {
+      expect(() => fromNodeRedis(old as never)).toThrow(/node-redis 4 client .*: upgrade the redis package to 6\.0\.1 or later/);
+    }
+  });
+
   it("options it does not know, and sharded pub/sub for a single server", () => {
     const single = createClient();
     expect(() => fromNodeRedis(single, { pubSub: "classic" } as never)).toThrow('unknown option "pubSub"');
@@ -61,6 +69,19 @@ describe("fromNodeRedis with node-redis' own Sentinel client", () => {
   it("is refused, pointing to fromIoredis for Sentinel", () => {
     const sentinel = createSentinel({ name: "mymaster", sentinelRootNodes: [{ host: "127.0.0.1", port: 1 }] });
     expect(() => fromNodeRedis(sentinel as never)).toThrow(/Sentinel client \(createSentinel\) is not supported: for Sentinel, use fromIoredis/);
+  });
+});
+
+describe("fromNodeRedis with a client the app subscribed with (RESP2)", () => {
+  // It never recovers: a LockUnavailableError would invite retries, and its hint points at the network.
+  it("fails each call with LockConfigError, saying to pass another", async () => {
+    const redis = await server();
+    const subscribed = createClient({ url: redis.url, RESP: 2 });
+    cleanups.push(() => subscribed.destroy());
+    await subscribed.connect();
+    await subscribed.subscribe("app-events", () => undefined);
+    const locks = createLocks({ redis: fromNodeRedis(subscribed), prefix: "nr-subscribed" });
+    await expect(locks.tryAcquire("job")).rejects.toThrow(/Invalid node-redis client: it is in subscriber mode .*pass a client that is not subscribed/);
   });
 });
 
