@@ -41,7 +41,7 @@ const HINTS: readonly (readonly [RegExp, string])[] = [
   // Upstash answers WRONGPASS over REST too.
   [/unauthori[sz]ed|WRONGPASS|NOAUTH|\b401\b/i, "the token was refused: check UPSTASH_REDIS_REST_TOKEN (over TCP: the Redis URL's password)"],
   // Upstash's read-only token and a Redis ACL user answer so (Redis 7, the second, for a command a script runs).
-  [/NOPERM|can't run this command/, "a read-only token may not run scripts: use the standard one (an ACL user needs ~prefix:* +eval +evalsha +@read +@write +time)"],
+  [/NOPERM|can't run this command/, "this token or user may not run scripts: use Upstash's standard token, not the read-only one (an ACL user needs ~prefix:* +eval +evalsha +@read +@write +time)"],
   [/WRONGTYPE/, "a key under this prefix is not fencelock's: use another prefix"],
   [/\bOOM\b|capacity quota/, "Redis is full: free memory, or raise maxmemory or the plan's size"],
   [/limit exceeded/i, "the database's request quota is used up: see its plan in the Upstash console"],
