@@ -1,5 +1,5 @@
 // Asking every node at once, and deciding as soon as the answers so far settle the question.
-import { QuorumUnavailableError } from "../core/errors.ts";
+import { LockConfigError, QuorumUnavailableError } from "../core/errors.ts";
 
 /** One node's answer: its reply, or why it gave none (undefined while it has not answered). */
 export type Answer<T> = { readonly reply: T } | { readonly error: unknown } | undefined;
@@ -78,9 +78,14 @@ export function count<T>(answers: readonly Answer<T>[], test: (reply: T) => bool
   return answers.filter((a) => a && "reply" in a && test(a.reply)).length;
 }
 
-/** QuorumUnavailableError for `what`, from every node's answer: who replied, and why the others did not. */
+/**
+ * QuorumUnavailableError for `what`, from every node's answer: who replied, and why the others did
+ * not. A LockConfigError when every node without a reply is misconfigured: no retry would help.
+ */
 export function unavailable<T>(what: string, answers: readonly Answer<T>[], granted: number) {
-  return new QuorumUnavailableError(what, answers.length, count(answers), granted, failuresOf(answers));
+  const failures = failuresOf(answers);
+  if (answers.every((a) => a && (!("error" in a) || a.error instanceof LockConfigError))) return new LockConfigError("quorum nodes", failures);
+  return new QuorumUnavailableError(what, answers.length, count(answers), granted, failures);
 }
 
 /** Why each node that gave no reply did not; `nodes` numbers the answers when they are not all nodes'. */
