@@ -31,15 +31,23 @@ async function loadLocal() {
   const built = new URL("../dist/local/index.js", import.meta.url);
   const useSource = existsSync(source) && !source.pathname.includes("/node_modules/");
   try {
-    return await import((useSource ? source : built).href);
+    return await importLocal(useSource ? source : built);
+  } catch (error) {
+    if (!useSource || error?.code !== "ERR_UNKNOWN_FILE_EXTENSION") throw error;
+    // A Node without type stripping runs the build, where there is one (a clone that was built, or linked).
+    if (existsSync(built)) return importLocal(built);
+    throw new Error(`Node ${process.version} cannot run TypeScript sources: use Node >= 22.6 ` +
+      "(npx/npm scripts use the one in node_modules) or run `npm run build` first");
+  }
+}
+
+async function importLocal(url) {
+  try {
+    return await import(url.href);
   } catch (error) {
     // An optional peer dependency: an edge app's install does not bring a TCP Redis client.
     if (error?.code === "ERR_MODULE_NOT_FOUND" && /'ioredis'/.test(error.message)) {
       throw new Error("the local server talks to Redis through ioredis, which is not installed: npm i -D ioredis");
-    }
-    if (useSource && error?.code === "ERR_UNKNOWN_FILE_EXTENSION") {
-      throw new Error(`Node ${process.version} cannot run TypeScript sources: use Node >= 22.6 ` +
-        "(npx/npm scripts use the one in node_modules) or run `npm run build` first");
     }
     throw error;
   }
@@ -89,8 +97,10 @@ async function dev(args) {
   if (help) return console.log(USAGE);
   // Listen before starting: a signal during startup still closes the server and its redis-server.
   // SIGHUP too (a closed terminal or SSH session): Node would die of it without stopping redis-server.
+  // A second signal cuts the drain short: exit() still runs the listener that kills redis-server.
+  let signals = 0;
   const stopRequested = new Promise((resolve) => {
-    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.once(signal, resolve);
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => (++signals > 1 ? process.exit(1) : resolve()));
   });
   const { startLocalUpstash } = await loadLocal();
   const server = await startLocalUpstash(options);

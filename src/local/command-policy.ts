@@ -54,9 +54,15 @@ export function rejectionReason(command: Command, allowAdminCommands = false): s
   return allowAdminCommands ? undefined : adminReason(name, command);
 }
 
+/** XREAD's options, or XREADGROUP's after GROUP group consumer: up to STREAMS, after which come key names. */
+function streamReadOptions(name: string, args: string[]): string[] {
+  const streams = args.indexOf("streams", name === "xreadgroup" ? 3 : 0);
+  return args.slice(name === "xreadgroup" ? 3 : 0, streams < 0 ? args.length : streams);
+}
+
 function subcommandReason(name: string, command: Command): string | undefined {
   const args = command.slice(1).map((arg) => arg.toString().toLowerCase());
-  if ((name === "xread" || name === "xreadgroup") && args.includes("block")) return REASONS.blocking;
+  if ((name === "xread" || name === "xreadgroup") && streamReadOptions(name, args).includes("block")) return REASONS.blocking;
   if ((name === "client" && args[0] === "reply") || (name === "script" && args[0] === "debug")) return REASONS.state;
   return undefined;
 }

@@ -57,6 +57,20 @@ export class RedisClusterError extends LocalUpstashError {
   }
 }
 
+/** The Redis behind --redis-url is a Sentinel, which holds no data and runs no scripts. */
+export class RedisSentinelError extends LocalUpstashError {
+  override name = "RedisSentinelError";
+
+  constructor(where: string) {
+    super(
+      "REDIS_SENTINEL",
+      `Redis at ${where} is a Sentinel (redis_mode:sentinel), which holds no data. Point --redis-url (redisUrl) at ` +
+        "the primary it watches (redis-cli -h <host> -p <port> SENTINEL GET-MASTER-ADDR-BY-NAME <name>); for a Node " +
+        "service that follows failovers, use fencelock/ioredis (fromIoredis(new Redis({ sentinels, name }))) instead.",
+    );
+  }
+}
+
 /** A request the REST protocol refuses; `status` is the HTTP status sent back. */
 export class HttpError extends LocalUpstashError {
   override name = "HttpError";

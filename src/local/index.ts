@@ -3,7 +3,7 @@ import { createHandler } from "./handler.ts";
 import { checkLocalOptions, type CheckedLocalOptions } from "./options.ts";
 import { ConnectionPool } from "./pool.ts";
 import { randomSecret, startPrivateRedis, type BackingRedis } from "./private-redis.ts";
-import { connectRedis, openSubscriber, redactUrl, refuseCluster } from "./redis-client.ts";
+import { connectRedis, openSubscriber, redactUrl, refuseClusterOrSentinel } from "./redis-client.ts";
 import { listen } from "./server.ts";
 import { OpenStreams } from "./sse.ts";
 
@@ -13,6 +13,7 @@ export {
   LocalUpstashError,
   RedisServerNotFoundError,
   RedisClusterError,
+  RedisSentinelError,
   RedisServerStartError,
   RedisUnavailableError,
 } from "./errors.ts";
@@ -67,7 +68,7 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
     const redis = await connectRedis(backing.url);
     // At start, rather than as MOVED on most requests later.
     if (redisUrl !== undefined) {
-      await refuseCluster(redis, redactUrl(redisUrl)).catch((error: unknown) => {
+      await refuseClusterOrSentinel(redis, redactUrl(redisUrl)).catch((error: unknown) => {
         redis.disconnect();
         throw error;
       });

@@ -1,6 +1,6 @@
 // ioredis connections for the local server: fail fast during an outage, say why a connect failed.
 import { Redis, type RedisOptions } from "ioredis";
-import { RedisClusterError } from "./errors.ts";
+import { RedisClusterError, RedisSentinelError } from "./errors.ts";
 import { noReplyFailure, startupFailure } from "./redis-failure.ts";
 
 const RECONNECT_DELAY_MS = 100;
@@ -71,11 +71,13 @@ async function ready(redis: Redis, where: string): Promise<Redis> {
 }
 
 /**
- * Throws RedisClusterError when `redis` is a Redis Cluster node. A Redis that refuses INFO (an ACL
- * without it) counts as standalone: a Cluster node would still show itself with MOVED per request.
+ * Throws RedisClusterError for a Redis Cluster node, RedisSentinelError for a Sentinel. A Redis that
+ * refuses INFO (an ACL without it) counts as standalone: a Cluster node would still show itself with
+ * MOVED per request.
  */
-export async function refuseCluster(redis: Redis, where: string): Promise<void> {
-  const info = await redis.info("cluster").catch(() => "");
+export async function refuseClusterOrSentinel(redis: Redis, where: string): Promise<void> {
+  const info = await redis.info().catch(() => "");
+  if (/^redis_mode:sentinel\b/m.test(info)) throw new RedisSentinelError(where);
   if (/^cluster_enabled:1\b/m.test(info)) throw new RedisClusterError(where);
 }
 

@@ -1,5 +1,8 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { connect } from "node:net";
+import { existsSync } from "node:fs";
+import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, inject, it } from "vitest";
@@ -9,13 +12,26 @@ import { key, rest } from "../../support/rest.ts";
 import { openRaw } from "./sse-client.ts";
 
 const BIN = fileURLToPath(new URL("../../../bin/fencelock.js", import.meta.url));
+const DIST = fileURLToPath(new URL("../../../dist/local/index.js", import.meta.url));
+
+/** A `node` on PATH, outside node_modules, that strips no types (before 22.6), such as a system Node 20. */
+const NODE_WITHOUT_TYPES = (process.env.PATH ?? "").split(delimiter).filter((dir) => dir && !dir.includes("node_modules"))
+  .map((dir) => join(dir, "node")).find((node) => {
+    if (!existsSync(node)) return false;
+    const [major = 0, minor = 0] = execFileSync(node, ["--version"], { encoding: "utf8" }).slice(1).split(".").map(Number);
+    return major < 22 || (major === 22 && minor < 6);
+  });
 const running: ChildProcess[] = [];
 afterEach(() => {
   for (const child of running.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
 });
 
 function fencelock(...args: string[]) {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  return fencelockOn(process.execPath, ...args);
+}
+
+function fencelockOn(node: string, ...args: string[]) {
+  const child = spawn(node, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   running.push(child);
   let stdout = "";
   let stderr = "";
@@ -74,6 +90,33 @@ describe("fencelock dev", () => {
     run.child.kill("SIGHUP");
     expect(await run.exited).toBe(0);
     await expectStopped(redisUrl);
+  });
+
+  // Process managers and a second `kill` send one more while close() drains a request (up to 5 s).
+  it("exits 1 on a second signal while it drains, still stopping its redis-server", async () => {
+    const run = fencelock("dev");
+    const server = await printedEnv(run);
+    const redisUrl = printedRedisUrl(run);
+    // Headers and half a body: a request close() waits for.
+    const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
+    await once(socket, "connect");
+    socket.write(`POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.token}\r\nContent-Length: 100\r\n\r\n["GET",`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    run.child.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(run.child.exitCode).toBeNull();
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(1);
+    socket.destroy();
+    await expectStopped(redisUrl);
+  });
+
+  // A clone or `npm link` has src/ beside dist/: a Node without type stripping runs dist/.
+  it.skipIf(!NODE_WITHOUT_TYPES || !existsSync(DIST))("runs the build on a Node that cannot run TypeScript (Node 20)", async () => {
+    const run = fencelockOn(NODE_WITHOUT_TYPES!, "dev");
+    await printedEnv(run);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
   });
 
   // Nothing restarts it: answering 503 "reconnecting" for good would send the user the wrong way.

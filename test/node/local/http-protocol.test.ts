@@ -117,6 +117,18 @@ describe("request shapes", () => {
   );
 });
 
+describe("stream reads", () => {
+  // BLOCK is an option before STREAMS; after it come key names, and XREADGROUP's group and consumer.
+  it("runs XREAD on a key named block, and XREADGROUP for a group named block: neither is a BLOCK option", async () => {
+    expect(await rest("/", { body: ["XREAD", "COUNT", "1", "STREAMS", "block", "0"] })).toMatchObject({ status: 200, json: { result: null } });
+    const stream = key("xreadgroup");
+    await rest("/", { body: ["XGROUP", "CREATE", stream, "block", "0", "MKSTREAM"] });
+    const read = await rest("/", { body: ["XREADGROUP", "GROUP", "block", "block", "STREAMS", stream, ">"] });
+    expect(read).toMatchObject({ status: 200, json: { result: null } });
+    expect((await rest("/", { body: ["XREAD", "BLOCK", "0", "STREAMS", "block", "$"] })).status).toBe(400);
+  });
+});
+
 describe("command names", () => {
   // "ſ" upper-cases to S and "ı" to I: checked as they came, these would reach Redis as SELECT, MULTI, SUBSCRIBE.
   it.each([["ſelect", "1"], ["multı"], ["ſubſcribe", "c"], ["confıg", "GET", "bind"]])(
