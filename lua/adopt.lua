@@ -6,6 +6,12 @@
 -- Reply {1, ttlMs} when the hold carries the quorum's fence, {0, 0} when it is not this call's
 -- (busy, or lapsed): the last fence is raised all the same.
 local lock, fenceKey = unpack(KEYS)
+-- Checked before any write, as in acquire.lua.
+for i = 5, 5 do
+  if not (string.match(ARGV[i], '^[1-9]%d*$') or ARGV[i] == '0') or #ARGV[i] > 12 then
+    return redis.error_reply('ERR fencelock: malformed TTL argument')
+  end
+end
 local owner, ticket, minted, chosen = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local fenceTtlMs = tonumber(ARGV[5])
 -- Raising the last fence only ever makes later fences higher, so it needs no ownership: the more

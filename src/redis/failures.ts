@@ -15,11 +15,12 @@ export function messageOf(error: unknown): string {
  */
 export function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secret?: string) {
   // Dropped: the command @upstash/redis appends (owner token included), credentials in a URL (a
-  // word's `//` to its last `@`), and words of 300+ characters, where `\S+@` would take quadratic time.
+  // word's `//` to its last `@`), a header value fetch quotes (a token with a line break), and words
+  // of 300+ characters, where `\S+@` would take quadratic time.
   // "1000ms", no space: no hint below then reads a timeoutMs of 401 as an HTTP status.
   let reason = error instanceof RequestTimeout
     ? `no answer within ${timeoutMs}ms, timeoutMs`
-    : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
+    : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/"[\s\S]*"(?= is an invalid header)/, "its value").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
   if (secret) reason = reason.split(secret).join("<redacted>");
   // store-fence.lua's own refusal, which no retry mends.
   if (reason.includes("fencelock: malformed fence")) {
@@ -34,6 +35,7 @@ const HINTS: readonly (readonly [RegExp, string])[] = [
   [/redirections|TRYAGAIN|CLUSTERDOWN/, "the Cluster was moving a slot or failing over: retry, or let the Cluster client retry longer"],
   [/\b(MOVED|ASK) \d/, "this Redis is a Cluster node: use fromIoredis(new Cluster()) or fromNodeRedis(createCluster())"],
   [/ECONNREFUSED|Connection is closed|client is closed/, "check that Redis is running and reachable at its host and port"],
+  [/invalid header/, "the token has a line break or control character"],
   // A primary demoted by a failover answers READONLY until the client finds the new one.
   [/READONLY|MASTERDOWN/, "this Redis is a replica (a failover?): connect to the primary, or retry"],
   [/\bBUSY\b|LOADING/, "Redis is busy or loading: retry"],

@@ -3,7 +3,7 @@ import type { Cluster, Redis } from "ioredis";
 import type { RedisClient } from "../core/client.ts";
 import { LockConfigError } from "../core/errors.ts";
 import { clusterRouter, serverRouter, SubscriberGroup, type PubSub, type Router } from "./ioredis-pubsub.ts";
-import { notTheClient, pubsubOf, subscriberModeOr, type AdapterOptions } from "./options.ts";
+import { isNodeRedis4, notTheClient, pubsubOf, subscriberModeOr, type AdapterOptions } from "./options.ts";
 import { withNumbers } from "./reply.ts";
 import { subscriberOf } from "./shared-subscriber.ts";
 
@@ -58,5 +58,6 @@ function isCluster(client: Redis | Cluster): client is Cluster {
 /** Throws a LockConfigError that says what to pass, for anything but an ioredis client. */
 function checkClient(client: unknown): asserts client is Redis | Cluster {
   const has = (method: string) => typeof (client as Record<string, unknown> | null | undefined)?.[method] === "function";
-  if (!(has("evalsha") && has("eval") && has("duplicate") && has("on"))) throw notTheClient(client, "fromIoredis");
+  // node-redis 4 in legacyMode has all four.
+  if (isNodeRedis4(client) || !(has("evalsha") && has("eval") && has("duplicate") && has("on"))) throw notTheClient(client, "fromIoredis");
 }

@@ -22,12 +22,20 @@ export function pubsubOf(options: unknown, cluster: boolean, adapter: string): "
   return pubsub;
 }
 
+/**
+ * A node-redis 4 client: no withTypeMapping, and in legacyMode its own commands under `v4` (read by
+ * `in`: outside legacyMode, reading it throws), the rest looking like ioredis'.
+ */
+export function isNodeRedis4(client: unknown): boolean {
+  if (typeof client !== "object" || client === null) return false;
+  const has = (method: string) => typeof (client as Record<string, unknown>)[method] === "function";
+  return !has("withTypeMapping") && ("v4" in client || (has("evalSha") && has("sendCommand")));
+}
+
 /** A LockConfigError for what was passed instead of a client of `adapter`'s, saying what to do with it. */
 export function notTheClient(client: unknown, adapter: "fromIoredis" | "fromNodeRedis"): LockConfigError {
   const has = (method: string) => typeof (client as Record<string, unknown> | null | undefined)?.[method] === "function";
-  // node-redis 4 has no withTypeMapping; in legacyMode its commands sit under `v4`, and look like ioredis'.
-  const nodeRedis4 = !has("withTypeMapping") && ((has("evalSha") && has("sendCommand")) || typeof (client as { v4?: unknown } | null | undefined)?.v4 === "object");
-  const issue = nodeRedis4
+  const issue = isNodeRedis4(client)
     ? `this looks like a node-redis 4 client (redis@4, or its legacyMode): upgrade the redis package to 6.0.1 or later${adapter === "fromIoredis" ? " and use fromNodeRedis" : ""}`
     : adapter === "fromIoredis" && has("evalSha")
     ? "this looks like a client of the redis package (node-redis): use fromNodeRedis from fencelock/node-redis"

@@ -20,6 +20,15 @@ describe("a Redis that is down or slow", () => {
     expect(JSON.stringify(error)).not.toContain(owner);
   });
 
+  // fetch quotes a header value it refuses: a token pasted over two lines would be in the message, and in the guards' logs.
+  it("never puts a token with a line break into an error message, and says what is wrong with it", async () => {
+    const locks = createLocks({ redis: upstash({ token: "first-line\r\nSECRET-SECOND-LINE", retry: false }) });
+    const { error } = await failure(locks.tryAcquire("job"));
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    expect(error.message).not.toMatch(/SECRET|first-line/);
+    expect(error.message).toMatch(/its value is an invalid header value\.\); the token has a line break or control character\./);
+  });
+
   it("never puts credentials written into the Redis URL into an error message", async () => {
     // Pasted unencoded, a password may hold `@` or `/` (base64 tokens hold `/`).
     for (const password of ["SECRET-TOKEN", "SE@CRET", "SE/CRET"]) {

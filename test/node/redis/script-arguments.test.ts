@@ -59,6 +59,13 @@ describe("scripts run directly with malformed numbers", () => {
     await expectRefused(scripts.heartbeat, [lock, fence], [lease.owner, String(lease.fence), "10000", bad]);
   });
 
+  it.each(BAD_MS)("adopt (quorum mode) refuses fenceTtlMs %j, raising no fence", async (bad) => {
+    const { lease, keys } = await lockWithHistory("adopt");
+    const [lock = "", fence = ""] = keys;
+    const higher = String(lease.fence + 1_000_000);
+    await expectRefused(scripts.adopt, [lock, fence], [lease.owner, "ticket", String(lease.fence), higher, bad]);
+  });
+
   it.each(BAD_MS)("release refuses the retry window %j, releasing nothing", async (bad) => {
     const { lease, keys, locks, prefix } = await lockWithHistory("release");
     const released = lockKeys(prefix, "job", lease.fence).released ?? "";

@@ -72,7 +72,8 @@ describe("a Sentinel failover", () => {
   it("planned (SENTINEL FAILOVER): a client from before it and one made after it never hold a lock at once", async () => {
     const before = sentinelClient();
     const prefix = uniquePrefix("sentinel-planned");
-    const locksBefore = createLocks({ redis: fromIoredis(before), prefix, leaseMs: 15_000 });
+    // Longer than Sentinel takes to demote the old primary and resync it (10-15 s), checked below.
+    const locksBefore = createLocks({ redis: fromIoredis(before), prefix, leaseMs: 60_000 });
     await (await locksBefore.acquire("warm")).release();
     const from = await primaryPort();
     // NOGOODSLAVE until the sentinel has seen the replica in sync.

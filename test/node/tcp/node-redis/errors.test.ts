@@ -6,6 +6,7 @@ import { createClient as createClientV4 } from "redis4";
 import { afterEach, describe, expect, it } from "vitest";
 import { createFencedStore, createLocks, LockConfigError, LockUnavailableError } from "../../../../src/index.ts";
 import { startRedisServer, type RedisServer } from "../../../../src/local/index.ts";
+import { fromIoredis } from "../../../../src/ioredis.ts";
 import { fromNodeRedis } from "../../../../src/node-redis.ts";
 import { startRedisCluster } from "../../../support/redis-cluster.ts";
 import { until } from "../../../support/until.ts";
@@ -51,6 +52,7 @@ describe("fromNodeRedis refuses", () => {
   it("a node-redis 4 client, plain or in legacyMode, naming the version to upgrade to", () => {
     for (const old of [createClientV4(), createClientV4({ legacyMode: true })]) {
       expect(() => fromNodeRedis(old as never)).toThrow(/node-redis 4 client .*: upgrade the redis package to 6\.0\.1 or later/);
+      expect(() => fromIoredis(old as never)).toThrow(/node-redis 4 client .*: upgrade the redis package to 6\.0\.1 or later and use fromNodeRedis/);
     }
   });
 
