@@ -1,3 +1,4 @@
+import { Redis } from "@upstash/redis";
 import { Redis as Ioredis } from "ioredis";
 import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
@@ -60,6 +61,12 @@ describe("createLocks options", () => {
   it("rejects a quorum that names one Redis twice: it would count one node's vote twice", () => {
     const a = recordingRedis();
     expect(configError(() => createLocks({ redis: [a, recordingRedis(), a] })).message).toMatch(/given twice/);
+  });
+
+  it("rejects a quorum with two @upstash/redis clients of one database (one URL)", () => {
+    const client = (token: string) => new Redis({ url: "https://eu1-example.upstash.io", token, enableTelemetry: false });
+    const message = configError(() => createLocks({ redis: [client("a"), client("b"), new Redis({ url: "https://us1-other.upstash.io", token: "c" })] })).message;
+    expect(message).toMatch(/a Redis was given twice \(the same client, or two with one URL\)/);
   });
 
   it("rejects a non-object", () => {
