@@ -83,13 +83,25 @@ function placeholdersOf(options: FencedSqlOptions): Placeholders {
   return options.placeholders ?? "?";
 }
 
+/**
+ * Accepted, if the column stored the fence exactly. A 4-byte REAL rounds it by up to a minute, and
+ * rounded down it would let older fences through: the first write says so.
+ */
+function storedExactly(stored: unknown, { fence, resource }: Built): FencedSqlOutcome {
+  if (Number(stored) === fence) return { accepted: true };
+  throw new LockConfigError("fence column", [
+    `${resource} stored fence ${fence} as ${String(stored)}: make the column BIGINT (addFenceColumnSql), which holds fences exactly`,
+  ]);
+}
+
 async function execute(db: SqlDatabase, built: Built): Promise<FencedSqlOutcome> {
   // A binding misnamed in wrangler.toml is undefined: say so, not "cannot read 'prepare'".
   if (typeof db?.prepare !== "function") {
     throw new LockConfigError("fenced SQL database", ["expected a D1 database, or a driver wrapped to look like one (prepare(text).bind(...values).first())"]);
   }
   const { statement, report } = built;
-  if (await db.prepare(statement.text).bind(...statement.params).first()) return { accepted: true };
+  const written = await db.prepare(statement.text).bind(...statement.params).first<{ fence: unknown }>();
+  if (written) return storedExactly(written.fence, built);
   // The statement above decided, atomically; this read only explains why. A row's fence never
   // goes down, so one above ours here means ours is stale now, whenever it got there.
   const row = await db.prepare(report.text).bind(...report.params).first<{ rows: unknown; fence: unknown }>();

@@ -54,9 +54,25 @@ export interface Built {
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const FENCE = '"fence"';
+
+/**
+ * Fences are compared and stored as integers whatever a driver's binding: SQLite sorts any number
+ * below text, and D1 binds numbers as REAL, which a TEXT column rounds. A column that cannot hold
+ * them (Postgres' 4-byte REAL) fails every write: see ACCEPTED.
+ */
+const bigint = (value: string) => `CAST(${value} AS BIGINT)`;
+
+/**
+ * A row's fence as an integer, NULL as 0. Through DOUBLE PRECISION first: a TEXT column may hold
+ * what an older fencelock stored there, such as '1.785000002e+15', which SQLite would cast to 1.
+ * Exact on SQLite and Postgres, as fences stay below 2^53.
+ */
+const stored = (column: string) => bigint(`CAST(COALESCE(${column}, 0) AS DOUBLE PRECISION)`);
+
 // A row back means the write was accepted. Not the count of changed rows: D1's counts rows written
 // by triggers too, and an upsert's BEFORE INSERT trigger runs even when the fence then refuses it.
-const ACCEPTED = " RETURNING 1";
+// It carries the fence as stored, which must be the one sent (see fenced-sql.ts).
+const ACCEPTED = ` RETURNING ${stored(FENCE)} AS ${FENCE}`;
 
 /** Identifiers cannot be bound, so only plain names pass, and they are quoted so keywords work too. */
 function identifier(name: unknown, what: string): string {
@@ -146,19 +162,6 @@ function upsert(row: Row, set: [string, SqlValue][], p: Placeholders): SqlStatem
     `WHERE ${stored(`${row.table}.${FENCE}`)} <= ${bigint(`excluded.${FENCE}`)}${ACCEPTED}`;
   return { text, params };
 }
-
-/**
- * Fences are compared and stored as integers whatever the column's type or a driver's binding:
- * SQLite sorts any number below text, and D1 binds numbers as REAL, which a TEXT column rounds.
- */
-const bigint = (value: string) => `CAST(${value} AS BIGINT)`;
-
-/**
- * A row's fence as an integer, NULL as 0. Through DOUBLE PRECISION first: a TEXT column may hold
- * what an older fencelock stored there, such as '1.785000002e+15', which SQLite would cast to 1.
- * Exact on SQLite and Postgres, as fences stay below 2^53.
- */
-const stored = (column: string) => bigint(`CAST(COALESCE(${column}, 0) AS DOUBLE PRECISION)`);
 
 // Qualified: D1 takes a double-quoted name that is no column for a string, so a misspelled key
 // column would compare two strings instead of failing.

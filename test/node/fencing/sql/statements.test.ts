@@ -18,14 +18,14 @@ describe("fenced SQL text", () => {
       text: 'UPDATE "events" SET "sold_to" = $1, "remaining" = (remaining - $2), "fence" = CAST($3 AS BIGINT) ' +
         'WHERE "events"."id" = $4 AND CAST(CAST(COALESCE("fence", 0) AS DOUBLE PRECISION) AS BIGINT) <= CAST($5 AS BIGINT) ' +
         'AND (SELECT COUNT(*) FROM "events" WHERE "events"."id" = $6) = 1 ' +
-        `AND (remaining >= $7 AND status = 'open') RETURNING 1`,
+        `AND (remaining >= $7 AND status = 'open') RETURNING CAST(CAST(COALESCE("fence", 0) AS DOUBLE PRECISION) AS BIGINT) AS "fence"`,
       params: ["ada", 2, F, "evt-1", F, "evt-1", 2],
     });
     expect(fencedWriteSql(ticket).text).toBe(
       'UPDATE "events" SET "sold_to" = ?, "remaining" = (remaining - ?), "fence" = CAST(? AS BIGINT) ' +
         'WHERE "events"."id" = ? AND CAST(CAST(COALESCE("fence", 0) AS DOUBLE PRECISION) AS BIGINT) <= CAST(? AS BIGINT) ' +
         'AND (SELECT COUNT(*) FROM "events" WHERE "events"."id" = ?) = 1 ' +
-        `AND (remaining >= ? AND status = 'open') RETURNING 1`,
+        `AND (remaining >= ? AND status = 'open') RETURNING CAST(CAST(COALESCE("fence", 0) AS DOUBLE PRECISION) AS BIGINT) AS "fence"`,
     );
   });
 
@@ -34,17 +34,17 @@ describe("fenced SQL text", () => {
     expect(upsert).toEqual({
       text: 'INSERT INTO "docs" ("tenant", "id", "body", "fence") VALUES ($1, $2, $3, CAST($4 AS BIGINT)) ' +
         'ON CONFLICT ("tenant", "id") DO UPDATE SET "body" = excluded."body", "fence" = excluded."fence" ' +
-        'WHERE CAST(CAST(COALESCE("docs"."fence", 0) AS DOUBLE PRECISION) AS BIGINT) <= CAST(excluded."fence" AS BIGINT) RETURNING 1',
+        'WHERE CAST(CAST(COALESCE("docs"."fence", 0) AS DOUBLE PRECISION) AS BIGINT) <= CAST(excluded."fence" AS BIGINT) RETURNING CAST(CAST(COALESCE("fence", 0) AS DOUBLE PRECISION) AS BIGINT) AS "fence"',
       params: ["t1", 7, "hi", F],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F }, "$n")).toEqual({
       text: 'UPDATE "docs" SET "fence" = CAST($1 AS BIGINT) WHERE "docs"."id" = $2 AND CAST(CAST(COALESCE("fence", 0) AS DOUBLE PRECISION) AS BIGINT) <= CAST($3 AS BIGINT) ' +
-        'AND (SELECT COUNT(*) FROM "docs" WHERE "docs"."id" = $4) = 1 RETURNING 1',
+        'AND (SELECT COUNT(*) FROM "docs" WHERE "docs"."id" = $4) = 1 RETURNING CAST(CAST(COALESCE("fence", 0) AS DOUBLE PRECISION) AS BIGINT) AS "fence"',
       params: [F, 7, F, 7],
     });
     expect(fencedClaimSql({ table: "docs", key: { id: 7 }, fence: F, upsert: true }).text).toBe(
       'INSERT INTO "docs" ("id", "fence") VALUES (?, CAST(? AS BIGINT)) ON CONFLICT ("id") DO UPDATE SET "fence" = excluded."fence" ' +
-        'WHERE CAST(CAST(COALESCE("docs"."fence", 0) AS DOUBLE PRECISION) AS BIGINT) <= CAST(excluded."fence" AS BIGINT) RETURNING 1',
+        'WHERE CAST(CAST(COALESCE("docs"."fence", 0) AS DOUBLE PRECISION) AS BIGINT) <= CAST(excluded."fence" AS BIGINT) RETURNING CAST(CAST(COALESCE("fence", 0) AS DOUBLE PRECISION) AS BIGINT) AS "fence"',
     );
     expect(addFenceColumnSql("docs")).toBe('ALTER TABLE "docs" ADD COLUMN "fence" BIGINT NOT NULL DEFAULT 0');
   });
