@@ -66,7 +66,7 @@ export async function startLocalUpstash(options: LocalUpstashOptions = {}): Prom
   const pool = new ConnectionPool(() => connectRedis(backing.url));
   try {
     const redis = await connectRedis(backing.url);
-    // At start, rather than as MOVED on most requests later.
+    // At start, rather than as MOVED or "unknown command" on requests later.
     if (redisUrl !== undefined) {
       await refuseClusterOrSentinel(redis, redactUrl(redisUrl)).catch((error: unknown) => {
         redis.disconnect();

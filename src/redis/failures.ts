@@ -15,12 +15,15 @@ export function messageOf(error: unknown): string {
  */
 export function unavailable(error: unknown, script: LuaScript, timeoutMs?: number, secret?: string) {
   // Dropped: the command @upstash/redis appends (owner token included), credentials in a URL (a
-  // word's `//` to its last `@`), a header value fetch quotes (a token with a line break), and words
-  // of 300+ characters, where `\S+@` would take quadratic time.
+  // word's `//` to its last `@`), and words of 300+ characters, where `\S+@` would take quadratic time.
   // "1000ms", no space: no hint below then reads a timeoutMs of 401 as an HTTP status.
   let reason = error instanceof RequestTimeout
     ? `no answer within ${timeoutMs}ms, timeoutMs`
-    : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/"[\s\S]*"(?= is an invalid header)/, "its value").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
+    : messageOf(error).replace(/,? ?command was:[\s\S]*$/, "").replace(/\S{300,}/g, "").replace(/\/\/\S+@/g, "//");
+  // A header value fetch refused is quoted (a token with a line break): it goes, with everything
+  // before it, found by index, as a pattern would take quadratic time on many quotes.
+  const header = reason.lastIndexOf('" is an invalid header');
+  if (header >= 0) reason = `a header value${reason.slice(header + 1)}`;
   if (secret) reason = reason.split(secret).join("<redacted>");
   // store-fence.lua's own refusal, which no retry mends.
   if (reason.includes("fencelock: malformed fence")) {
