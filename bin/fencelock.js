@@ -98,9 +98,15 @@ async function dev(args) {
   // Listen before starting: a signal during startup still closes the server and its redis-server.
   // SIGHUP too (a closed terminal or SSH session): Node would die of it without stopping redis-server.
   // A second signal cuts the drain short: exit() still runs the listener that kills redis-server.
-  let signals = 0;
+  // Within a second of the first it is the same Ctrl-C, which npm passes on as the terminal sends it.
+  let firstSignalAt;
   const stopRequested = new Promise((resolve) => {
-    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => (++signals > 1 ? process.exit(1) : resolve()));
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+      process.on(signal, () => {
+        if (firstSignalAt === undefined) resolve((firstSignalAt = Date.now()));
+        else if (Date.now() - firstSignalAt > 1_000) process.exit(1);
+      });
+    }
   });
   const { startLocalUpstash } = await loadLocal();
   const server = await startLocalUpstash(options);

@@ -54,15 +54,21 @@ export function rejectionReason(command: Command, allowAdminCommands = false): s
   return allowAdminCommands ? undefined : adminReason(name, command);
 }
 
-/** XREAD's options, or XREADGROUP's after GROUP group consumer: up to STREAMS, after which come key names. */
-function streamReadOptions(name: string, args: string[]): string[] {
-  const streams = args.indexOf("streams", name === "xreadgroup" ? 3 : 0);
-  return args.slice(name === "xreadgroup" ? 3 : 0, streams < 0 ? args.length : streams);
+/**
+ * Whether XREAD or XREADGROUP would block: BLOCK among its options, which come in any order and end
+ * at STREAMS (key names follow). Read as Redis reads them, so a key or group named block is none.
+ */
+function streamReadBlocks(args: string[]): boolean {
+  for (let i = 0; i < args.length && args[i] !== "streams"; i++) {
+    if (args[i] === "block") return true;
+    i += args[i] === "group" ? 2 : args[i] === "count" ? 1 : 0;
+  }
+  return false;
 }
 
 function subcommandReason(name: string, command: Command): string | undefined {
   const args = command.slice(1).map((arg) => arg.toString().toLowerCase());
-  if ((name === "xread" || name === "xreadgroup") && streamReadOptions(name, args).includes("block")) return REASONS.blocking;
+  if ((name === "xread" || name === "xreadgroup") && streamReadBlocks(args)) return REASONS.blocking;
   if ((name === "client" && args[0] === "reply") || (name === "script" && args[0] === "debug")) return REASONS.state;
   return undefined;
 }

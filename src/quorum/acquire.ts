@@ -147,13 +147,13 @@ function proposedFence(): number {
 }
 
 /**
- * Gives back whatever this attempt took, on every node that granted it or gave no reply: at once
- * where its acquire has settled, and where it is still out, once it settles (a leave sent first
- * would find nothing to give back). A busy node took nothing: quorum attempts never queue.
+ * Gives back whatever this attempt took, on every node: at once where its acquire has settled, and
+ * where it is still out, once it settles (a leave sent first would find nothing to give back). A
+ * node that answered busy too: a copy of the request (a retry, a duplicate) may grant there later.
  */
 function giveBack(nodes: readonly Run[], calls: readonly Promise<Integers>[], name: string, ticket: string): void {
   calls.forEach((call, node) => {
     const leave = () => nodes[node]!(scripts.leave, name, [ticket], "");
-    call.then((reply): unknown => isGrant(reply) && leave(), (error: unknown) => giveBackAfter(error, leave)).catch(() => undefined);
+    call.then(leave, (error: unknown) => giveBackAfter(error, leave)).catch(() => undefined);
   });
 }

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { startLocalUpstash } from "../../../src/local/index.ts";
 import { localRedis } from "../../support/local-client.ts";
 import { key, rest } from "../../support/rest.ts";
+import { until } from "../../support/until.ts";
 import { openRaw } from "./sse-client.ts";
 
 const BIN = fileURLToPath(new URL("../../../bin/fencelock.js", import.meta.url));
@@ -58,6 +59,17 @@ function printedRedisUrl(run: ReturnType<typeof fencelock>): string {
   return /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1] ?? "";
 }
 
+/** Whether a TCP connection to `port` is accepted. */
+async function accepts(port: number): Promise<boolean> {
+  const socket = connect(port, "127.0.0.1");
+  const accepted = await new Promise<boolean>((resolve) => {
+    socket.once("connect", () => resolve(true));
+    socket.once("error", () => resolve(false));
+  });
+  socket.destroy();
+  return accepted;
+}
+
 /** Fails unless nothing answers at `redisUrl` any more. */
 async function expectStopped(redisUrl: string): Promise<void> {
   const probe = new Redis(redisUrl, { lazyConnect: true, retryStrategy: () => null });
@@ -98,16 +110,31 @@ describe("fencelock dev", () => {
     const server = await printedEnv(run);
     const redisUrl = printedRedisUrl(run);
     // Headers and half a body: a request close() waits for.
-    const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
+    const port = Number(new URL(server.url).port);
+    const socket = connect(port, "127.0.0.1");
     await once(socket, "connect");
     socket.write(`POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.token}\r\nContent-Length: 100\r\n\r\n["GET",`);
     await new Promise((resolve) => setTimeout(resolve, 200));
     run.child.kill("SIGTERM");
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Taken once the listener is closed; a second signal within a second of it is the same request
+    // (npm passes a Ctrl-C on as the terminal sends it).
+    await until(async () => !(await accepts(port)), 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
     expect(run.child.exitCode).toBeNull();
     run.child.kill("SIGTERM");
     expect(await run.exited).toBe(1);
     socket.destroy();
+    await expectStopped(redisUrl);
+  });
+
+  // Ctrl-C under `npm run`: the terminal sends SIGINT to the group, and npm sends its child one more.
+  it("takes two SIGINTs at once as one Ctrl-C: drains, and exits 0", async () => {
+    const run = fencelock("dev");
+    await printedEnv(run);
+    const redisUrl = printedRedisUrl(run);
+    run.child.kill("SIGINT");
+    run.child.kill("SIGINT");
+    expect(await run.exited).toBe(0);
     await expectStopped(redisUrl);
   });
 

@@ -127,6 +127,17 @@ describe("stream reads", () => {
     expect(read).toMatchObject({ status: 200, json: { result: null } });
     expect((await rest("/", { body: ["XREAD", "BLOCK", "0", "STREAMS", "block", "$"] })).status).toBe(400);
   });
+
+  // Redis takes the options in any order before STREAMS.
+  it.each([
+    ["XREADGROUP", "BLOCK", "0", "GROUP", "g", "c", "STREAMS", "s", ">"],
+    ["XREADGROUP", "COUNT", "1", "BLOCK", "0", "GROUP", "g", "c", "STREAMS", "s", ">"],
+    ["xreadgroup", "noack", "block", "0", "group", "g", "c", "streams", "s", ">"],
+    ["XREADGROUP", "GROUP", "g", "streams", "BLOCK", "0", "STREAMS", "s", ">"],
+    ["XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", "$"],
+  ])("refuses %s with BLOCK wherever it stands among the options", async (...command) => {
+    expect((await rest("/", { body: command })).json).toEqual({ error: expect.stringMatching(/blocking commands would stall/) });
+  });
 });
 
 describe("command names", () => {
