@@ -55,8 +55,8 @@ const redisClients = z.custom<RedisClient | RedisClient[]>(
   { error: (issue) => clientIssue(Array.isArray(issue.input) ? issue.input.find(unwrappedTcp) : issue.input, `expected ${CLIENT_EXAMPLE}, or an array of 3 or more for quorum mode`) },
 ).check(
   z.refine((v) => !Array.isArray(v) || v.length >= 3, "quorum mode needs at least 3 independent Redis clients; for one Redis, pass its client alone"),
-  // Two clients of one database are one node: @upstash/redis' by its URL.
-  z.refine((v) => !Array.isArray(v) || new Set(v.map((c) => (c as { client?: { baseUrl?: unknown } }).client?.baseUrl ?? c)).size === v.length,
+  // Two clients of one database are one node: @upstash/redis' by its URL (none: checked per call).
+  z.refine((v) => !Array.isArray(v) || new Set(v.map((c) => (c as { client?: { baseUrl?: unknown } }).client?.baseUrl || c)).size === v.length,
     "a Redis was given twice (the same client, or two with one URL): each must be a separate Redis"),
 );
 

@@ -67,6 +67,9 @@ describe("createLocks options", () => {
     const client = (token: string) => new Redis({ url: "https://eu1-example.upstash.io", token, enableTelemetry: false });
     const message = configError(() => createLocks({ redis: [client("a"), client("b"), new Redis({ url: "https://us1-other.upstash.io", token: "c" })] })).message;
     expect(message).toMatch(/a Redis was given twice \(the same client, or two with one URL\)/);
+    // Without a URL (variables unset), each call says so instead.
+    const unset = () => new Redis({ url: undefined as unknown as string, token: "t", enableTelemetry: false });
+    expect(() => createLocks({ redis: [unset(), unset(), unset()] })).not.toThrow();
   });
 
   it("rejects a non-object", () => {

@@ -75,7 +75,7 @@ describe("@example src/fencing/sql/expression.ts sql", () => {
       set: { remaining: sql`remaining - ${quantity}` }, where: sql`remaining >= ${quantity}`,
     });
     expect(text).toContain('"remaining" = (remaining - ?)');
-    expect(text).toMatch(/AND \(remaining >= \?\) RETURNING 1$/);
+    expect(text).toMatch(/AND \(remaining >= \?\) RETURNING .* AS "fence"$/);
     expect(text).not.toContain("3");
     expect(params).toEqual([3, 1, "evt-1", 1, "evt-1", 3]);
   });
