@@ -23,8 +23,15 @@ const NODE_WITHOUT_TYPES = (process.env.PATH ?? "").split(delimiter).filter((dir
     return major < 22 || (major === 22 && minor < 6);
   });
 const running: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of running.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+// SIGTERM first: a SIGKILLed fencelock dev cannot stop its redis-server, which would outlive the test.
+afterEach(async () => {
+  await Promise.all(running.splice(0).filter((child) => child.exitCode === null).map(async (child) => {
+    const exited = once(child, "exit");
+    child.kill("SIGTERM");
+    const stop = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(stop);
+  }));
 });
 
 function fencelock(...args: string[]) {
@@ -42,12 +49,15 @@ function fencelockOn(node: string, ...args: string[]) {
   return { child, exited, output: () => ({ stdout, stderr }) };
 }
 
-/** Waits until `fencelock dev` printed both variables (or exited, which fails the test). */
+/**
+ * Waits until `fencelock dev` printed both variables and, on stderr, the line naming its Redis (or
+ * exited, which fails the test): the two pipes are read apart, so either may come first.
+ */
 async function printedEnv(run: ReturnType<typeof fencelock>): Promise<{ url: string; token: string }> {
   for (let waited = 0; waited < 10_000; waited += 25) {
     const url = /^UPSTASH_REDIS_REST_URL=(\S+)$/m.exec(run.output().stdout)?.[1];
     const token = /^UPSTASH_REDIS_REST_TOKEN=(\S+)$/m.exec(run.output().stdout)?.[1];
-    if (url && token) return { url, token };
+    if (url && token && /-> \S+;/.test(run.output().stderr)) return { url, token };
     if (run.child.exitCode !== null) break;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
@@ -56,7 +66,9 @@ async function printedEnv(run: ReturnType<typeof fencelock>): Promise<{ url: str
 
 /** The Redis URL `fencelock dev` printed on stderr (its private redis-server's, password included). */
 function printedRedisUrl(run: ReturnType<typeof fencelock>): string {
-  return /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1] ?? "";
+  const url = /-> (redis:\/\/\S+);/.exec(run.output().stderr)?.[1];
+  if (!url) throw new Error(`fencelock dev printed no Redis URL: ${JSON.stringify(run.output())}`);
+  return url;
 }
 
 /** Whether a TCP connection to `port` is accepted. */

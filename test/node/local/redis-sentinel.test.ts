@@ -20,7 +20,12 @@ beforeAll(async () => {
   sentinel = spawn(findRedisServerBinary()!, [config, "--sentinel"], { stdio: "ignore" });
   const probe = new Redis({ port, lazyConnect: true, retryStrategy: () => 50 });
   probe.on("error", () => {});
-  await until(async () => (await probe.ping().catch(() => "")) === "PONG", 10_000);
+  // Ours, not another process that took the port meanwhile: a Sentinel, with the pid spawned.
+  const ours = async () => {
+    const info = await probe.info("server").catch(() => "");
+    return /redis_mode:sentinel/.test(info) && new RegExp(`process_id:${sentinel.pid}\\b`).test(info);
+  };
+  await until(ours, 10_000);
   probe.disconnect();
 });
 afterAll(() => {

@@ -50,7 +50,7 @@ describe.each([3, 5])("on %i nodes", (count) => {
       const locks = rig.locks(prefix);
       const first = await locks.acquire("payout");
       // The majority may answer first: node 0's grant, or the write-back to it, lands soon after.
-      await vi.waitFor(async () => expect(await rig.lastFence(0, prefix, "payout")).toBe(first.fence));
+      await vi.waitFor(async () => expect(await rig.lastFence(0, prefix, "payout")).toBe(first.fence), { timeout: 5_000 });
       // The fast node's clock did not push the fence ahead (a fenced store refuses fences far ahead).
       expect(first.fence).toBeLessThanOrEqual((Date.now() + 1_000) * 1000);
       expect(await first.release()).toBe("released");
@@ -66,7 +66,7 @@ describe.each([3, 5])("on %i nodes", (count) => {
     const prefix = uniquePrefix("clock-behind");
     const locks = rig.locks(prefix);
     const first = await locks.acquire("payout");
-    await vi.waitFor(async () => expect(await rig.lastFence(0, prefix, "payout")).toBe(first.fence));
+    await vi.waitFor(async () => expect(await rig.lastFence(0, prefix, "payout")).toBe(first.fence), { timeout: 5_000 });
     expect(await first.release()).toBe("released");
     // The healthy nodes go: the slow one, with its own memory, is in every majority left.
     for (const i of others(count, [0]).slice(0, lost.length)) rig.stop(i);

@@ -65,7 +65,7 @@ describe("a busy look in quorum mode", () => {
     const holder = await createLocks({ redis: [await node(0), await node(1), await node(2)], prefix }).acquire("job");
     const locks = createLocks({ redis: [counted(await node(0)), counted(await node(1)), counted(await node(2))], prefix });
     // The give-backs are not awaited: until each node has had its leave.
-    const settle = () => vi.waitFor(() => expect(sent.filter((s) => s === "leave")).toHaveLength(3));
+    const settle = () => vi.waitFor(() => expect(sent.filter((s) => s === "leave")).toHaveLength(3), { timeout: 5_000 });
     // Warm: the first call loads the scripts (EVAL after NOSCRIPT) on this client.
     expect(await locks.tryAcquire("job")).toBeNull();
     await settle();
