@@ -28,8 +28,10 @@ export function quorum(configs: readonly NodeConfig[]): LockBackend {
 function warnedOnce(run: Run, node: number): Run {
   let warned = false;
   return (...args) => run(...args).catch((error: unknown) => {
-    if (error instanceof LockConfigError && !warned) console.warn(`fencelock: redis[${node}] is left out until fixed: ${error.message}`);
-    warned ||= error instanceof LockConfigError;
+    if (error instanceof LockConfigError && !warned) {
+      warned = true;
+      console.warn(`fencelock: redis[${node}] is left out until fixed: ${error.message}`);
+    }
     throw error;
   });
 }

@@ -58,7 +58,7 @@ const FENCE = '"fence"';
 /**
  * Fences are compared and stored as integers whatever a driver's binding: SQLite sorts any number
  * below text, and D1 binds numbers as REAL, which a TEXT column rounds. A column that cannot hold
- * them (Postgres' 4-byte REAL) fails every write: see ACCEPTED.
+ * them (Postgres' 4-byte REAL) is caught after the write: see ACCEPTED.
  */
 const bigint = (value: string) => `CAST(${value} AS BIGINT)`;
 
