@@ -38,7 +38,8 @@ const HINTS: readonly (readonly [RegExp, string])[] = [
   [/redirections|TRYAGAIN|CLUSTERDOWN/, "the Cluster was moving a slot or failing over: retry, or let the Cluster client retry longer"],
   [/\b(MOVED|ASK) \d/, "this Redis is a Cluster node: use fromIoredis(new Cluster()) or fromNodeRedis(createCluster())"],
   [/ECONNREFUSED|Connection is closed|client is closed/, "check that Redis is running and reachable at its host and port"],
-  [/invalid header/, "the token has a line break or control character"],
+  // Node says "… is an invalid header value", workerd "Invalid header value.".
+  [/invalid header/i, "the token has a line break or control character"],
   // A primary demoted by a failover answers READONLY until the client finds the new one.
   [/READONLY|MASTERDOWN/, "this Redis is a replica (a failover?): connect to the primary, or retry"],
   [/\bBUSY\b|LOADING/, "Redis is busy or loading: retry"],

@@ -112,6 +112,12 @@ describe("a guarded request in workerd with Redis slow, failing or gone", () => 
     await until(async () => !(await node.inspect(`job:r-${mode}`)).held, 1_000);
   });
 
+  it("a token with a line break: the error says so, and never holds the token", async () => {
+    const { message } = (await (await worker.fetch("/two-line-token", { method: "POST" })).json()) as { message: string };
+    expect(message).not.toMatch(/SECRET|first-line/);
+    expect(message).toMatch(/the token has a line break or control character/);
+  });
+
   it("a lease lost mid-handler: heartbeat throws LockLostError, the request ends with onError's 500", async () => {
     const response = await worker.fetch("/lost/lost", { method: "POST" });
     expect({ status: response.status, body: await response.json() }).toEqual({ status: 500, body: { error: "LockLostError" } });

@@ -52,6 +52,12 @@ app.post("/lost/:name", lockGuard<AppEnv>({ locks: (c) => locksFor(c.env), name,
   await c.get("lease").heartbeat();
   return c.json({ fence: c.get("lease").fence });
 });
+// A token pasted over two lines: what workerd's fetch says of it, as the lock set words it.
+app.post("/two-line-token", async (c) => {
+  const redis = new Redis({ url: c.env.UPSTASH_REDIS_REST_URL, token: "first-line\r\nSECRET-SECOND-LINE", retry: false, enableTelemetry: false });
+  const error = await createLocks({ redis, prefix: c.env.PREFIX }).tryAcquire("job:two-line").catch((e: Error) => e);
+  return c.json({ message: error instanceof Error ? error.message : "no error" });
+});
 app.onError((error, c) => c.json({ error: error.name }, 500));
 // The lease's own signal in workerd, where the clock moves only on I/O: does it abort when the lease lapses?
 app.post("/lapse/:name", async (c) => {
