@@ -9,7 +9,7 @@ export interface LockState {
   holds: number;
   /** Callers of acquire() waiting in line. */
   waiters: number;
-  /** Quorum mode: each node's own view, in the order the clients were given; null where one did not answer. */
+  /** Quorum mode: each node's own view, in the order the clients were given; null where one failed or did not answer. */
   nodes?: (Omit<LockState, "nodes"> | null)[];
 }
 
