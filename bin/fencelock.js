@@ -133,7 +133,9 @@ function describe(error) {
   const message = error?.message ?? String(error);
   if (error?.code !== "BAD_OPTIONS") return message;
   return message.replace(/^startLocalUpstash: /, "")
-    .replace(/(^|; )(\w+):/g, (all, separator, key) => (FLAGS[key] ? `${separator}${FLAGS[key]}:` : all));
+    .replace(/(^|; )(\w+):/g, (all, separator, key) => (FLAGS[key] ? `${separator}${FLAGS[key]}:` : all))
+    // An option named in a message ("at most requestTimeoutMs"); plain words such as "host" stay.
+    .replace(/\b[a-z]+[A-Z]\w*/g, (option) => FLAGS[option] ?? option);
 }
 
 function redact(url) {

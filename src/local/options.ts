@@ -49,7 +49,7 @@ const localUpstashSchema = z.strictObject({
 }, "expected an options object").check(
   // Node refuses to start a server whose headers may take longer than the whole request.
   z.refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
-    message: `must be at most requestTimeoutMs (${LIMIT_DEFAULTS.requestTimeoutMs} by default)`,
+    error: (issue) => `must be at most requestTimeoutMs (${(issue.input as CheckedLocalOptions).requestTimeoutMs})`,
     path: ["headersTimeoutMs"],
   }),
 );

@@ -191,7 +191,8 @@ describe("fencelock dev", () => {
   it.each([
     [["--max-streams", "0"], /^fencelock: --max-streams: expected at least 1\n/],
     [["--max-connections", "lots"], /^fencelock: --max-connections must be a whole number, got "lots"\n/],
-    [["--headers-timeout-ms", "40000"], /^fencelock: --headers-timeout-ms: must be at most requestTimeoutMs \(30000 by default\)\n/],
+    [["--headers-timeout-ms", "40000"], /^fencelock: --headers-timeout-ms: must be at most --request-timeout-ms \(30000\)\n/],
+    [["--headers-timeout-ms", "2000", "--request-timeout-ms", "1000"], /^fencelock: --headers-timeout-ms: must be at most --request-timeout-ms \(1000\)\n/],
     [["--request-timeout-ms", "1e3"], /^fencelock: --request-timeout-ms must be a whole number/],
   ])("refuses %j with a usage error (exit 2), serving nothing", async (args, message) => {
     const run = fencelock("dev", ...args);
@@ -269,7 +270,7 @@ describe("startLocalUpstash", () => {
     [{ maxStreams: 0 }, "maxStreams: expected at least 1"],
     [{ maxConnections: 1.5 }, "maxConnections: expected a whole number"],
     [{ headersTimeoutMs: 50 }, "headersTimeoutMs: must be at least 100 ms"],
-    [{ headersTimeoutMs: 5_000, requestTimeoutMs: 4_000 }, "headersTimeoutMs: must be at most requestTimeoutMs"],
+    [{ headersTimeoutMs: 5_000, requestTimeoutMs: 4_000 }, "headersTimeoutMs: must be at most requestTimeoutMs (4000)"],
     [{ allowAdminCommands: "yes" }, "allowAdminCommands: expected true or false"],
   ])("refuses %j, naming the option", async (options, message) => {
     await expect(startLocalUpstash(options as never)).rejects.toMatchObject({
