@@ -30,17 +30,25 @@ const config = join(tmpdir(), `fencelock-sentinel-${process.pid}-${Date.now()}.c
 
 /** One sentinel (quorum 1) watching `m`, quick to call the primary down and fail over. */
 async function startSentinel(primaryPort: number): Promise<void> {
-  sentinelPort = await freePort();
-  writeFileSync(config, [
-    `port ${sentinelPort}`, "bind 127.0.0.1", `dir ${tmpdir()}`,
-    `sentinel monitor m 127.0.0.1 ${primaryPort} 1`,
-    "sentinel down-after-milliseconds m 1000", "sentinel failover-timeout m 5000",
-  ].join("\n"));
-  sentinel = spawn(findRedisServerBinary()!, [config, "--sentinel"], { stdio: "ignore" });
-  admin = new Redis({ port: sentinelPort, retryStrategy: () => 50, lazyConnect: false });
-  admin.on("error", () => {});
-  // Ready once it has found the replica through the primary.
-  await until(async () => ((await admin.call("SENTINEL", "REPLICAS", "m").catch(() => [])) as unknown[]).length === 1, 15_000);
+  // Another process can take the free port before the sentinel binds it: then it exits, and a fresh port is tried.
+  for (let attempt = 1; ; attempt++) {
+    sentinelPort = await freePort();
+    writeFileSync(config, [
+      `port ${sentinelPort}`, "bind 127.0.0.1", `dir ${tmpdir()}`,
+      `sentinel monitor m 127.0.0.1 ${primaryPort} 1`,
+      "sentinel down-after-milliseconds m 1000", "sentinel failover-timeout m 5000",
+    ].join("\n"));
+    sentinel = spawn(findRedisServerBinary()!, [config, "--sentinel"], { stdio: "ignore" });
+    let exited = false;
+    sentinel.once("exit", () => (exited = true));
+    admin = new Redis({ port: sentinelPort, retryStrategy: () => 50, lazyConnect: false, commandTimeout: 2_000 });
+    admin.on("error", () => {});
+    // Ready once it has found the replica through the primary.
+    await until(async () => exited || ((await admin.call("SENTINEL", "REPLICAS", "m").catch(() => [])) as unknown[]).length === 1, 15_000);
+    if (!exited) return;
+    admin.disconnect();
+    if (attempt === 3) throw new Error(`the sentinel exited at start three times (last on port ${sentinelPort})`);
+  }
 }
 
 const primaryPort = async () => Number(((await admin.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "m")) as string[])[1]);
