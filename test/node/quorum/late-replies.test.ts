@@ -15,8 +15,6 @@ function gate(): [Promise<void>, () => void] {
   return [new Promise<void>((resolve) => (open = resolve)), () => open()];
 }
 
-const settleTime = () => new Promise((resolve) => setTimeout(resolve, 500));
-
 it("releasing a lease leaves its reentrant join every hold, though replies to both acquires come after the release", async () => {
   const { nodes, locks, holds, holdsSettle, other } = lockSetOn("late-join");
   // Scripts loaded first: a NOSCRIPT answer passes the steer at once, and the join's EVAL could then
@@ -35,7 +33,7 @@ it("releasing a lease leaves its reentrant join every hold, though replies to bo
   expect(await outer.release()).toBe("released");
   await holdsSettle("1,1,1");
   deliver();
-  await settleTime();
+  await Promise.all(nodes.map((node) => node.idle())); // whatever the late replies set off has run
   expect(await holds()).toEqual([1, 1, 1]);
   expect(await other().tryAcquire("r")).toBeNull();
   await inner.heartbeat(); // still held on a majority: no LockLostError
@@ -54,6 +52,6 @@ it("a heartbeat's repair of a node that answers after the release does not take 
   nodes[2]!.steer = undefined;
   expect(await lease.release()).toBe("released");
   deliver(); // node 2's "no" arrives now
-  await settleTime();
+  await Promise.all(nodes.map((node) => node.idle())); // whatever the late replies set off has run
   expect(await holds()).toEqual([0, 0, 0]);
 });

@@ -12,18 +12,35 @@ export type Steer = (script: string) => "lost" | Promise<void> | { replyAfter: P
 
 const names = new Map(Object.values(scripts).flatMap((script) => [[scriptSha1(script), script.name], [script.text, script.name]]));
 
-export function steered(client: RedisClient): { client: RedisClient; steer: Steer | undefined } {
-  const wrapper: { client: RedisClient; steer: Steer | undefined } = { client, steer: undefined };
+export interface Steered {
+  client: RedisClient;
+  steer: Steer | undefined;
+  /** Resolves once no call is out but lost ones, nor set off by a reply (a give-back counts). */
+  idle(): Promise<void>;
+}
+
+export function steered(client: RedisClient): Steered {
+  let out = 0;
+  const wrapper: Steered = {
+    client,
+    steer: undefined,
+    // A macrotask lets every microtask a reply set off run first, so a call it makes is counted.
+    async idle() {
+      do await new Promise((resolve) => setImmediate(resolve));
+      while (out > 0);
+    },
+  };
   const call = (send: () => Promise<unknown>, script: string): Promise<unknown> => {
     const fate = wrapper.steer?.(names.get(script) ?? "unknown");
     if (fate === "lost") return new Promise(() => {});
-    if (fate && "replyAfter" in fate) {
-      return send().then(async (reply) => {
+    out++;
+    const reply = fate && "replyAfter" in fate
+      ? send().then(async (reply) => {
         await fate.replyAfter;
         return reply;
-      });
-    }
-    return fate ? fate.then(send) : send();
+      })
+      : fate ? fate.then(send) : send();
+    return reply.finally(() => out--);
   };
   wrapper.client = {
     evalsha: (sha1, keys, args) => call(() => client.evalsha(sha1, keys, args), sha1),
