@@ -1,7 +1,5 @@
-// SHA-1 in plain JavaScript, synchronous: a push handover's digest is checked as its message
-// arrives. crypto.subtle.digest resolves on a later turn, and in Node only after a round trip
-// through libuv's thread pool (0.1-0.4 ms of a handoff on loopback, about 1 ms on a busy machine).
-// About 2 µs for the one 64-byte block of `fence:owner`.
+// SHA-1 in plain JavaScript, synchronous, so a push handover's digest is checked as its message arrives.
+// crypto.subtle.digest resolves a turn later (in Node via libuv's thread pool, up to ~1 ms); this takes ~2 µs.
 
 /** SHA-1 of the UTF-8 bytes of `text`, in lowercase hex (as crypto.subtle's and redis.sha1hex). */
 export function sha1Hex(text: string): string {
