@@ -46,12 +46,9 @@ export function quorumLease(nodes: readonly Run[], late: LateGrants): Pick<LockB
 }
 
 /**
- * Once every node has answered: each that said no is repaired, with the lease's holds (a reentrant
- * lease's second hold must not free it there), and so is one that counts fewer (a join's request to
- * it was lost). When every node said yes, the lease's holds are what a majority counts: a release
- * lost on one node must not raise the others, or the lock would stay held after every release.
- * Otherwise a lost join and a lost release look alike, and the highest count is the safe one: one
- * too many keeps the lock until its lease lapses, one too few frees it under a valid lease.
+ * Once every node has answered, repairs each that said no or counts fewer holds than the lease's: what a
+ * majority counts if all said yes, else the highest, as too few would free the lock under a valid lease.
+ * Cases: hold-counts.test.ts ("a release lost on one node does not raise the others' holds…" and two more).
  */
 async function repairOnceSettled(nodes: readonly Run[], calls: readonly Promise<Integers>[], lease: HeldLease, leaseMs: number, majority: number, released: () => boolean) {
   const replies = (await Promise.allSettled(calls)).map((settled) => (settled.status === "fulfilled" ? settled.value : undefined));
@@ -62,9 +59,8 @@ async function repairOnceSettled(nodes: readonly Run[], calls: readonly Promise<
 }
 
 /**
- * Takes the lease again on a node that lost it (restarted empty, or its key lapsed) while a majority
- * holds it, so that it keeps a majority if another node fails. Safe: no one else can hold a majority
- * meanwhile, and the node mints its own fence first, so its last fence never goes back.
+ * Takes the lease again on a node that lost it, so it keeps a majority if another node fails. Safe: a
+ * majority holds it meanwhile, and the node mints its own fence first, so its last fence never goes back.
  */
 function repair(run: Run, lease: HeldLease, leaseMs: number, holds: number, released: () => boolean): void {
   const ticket = newToken();
