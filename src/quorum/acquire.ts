@@ -64,9 +64,8 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
   };
 
   /**
-   * Gives the granting nodes that minted another fence (or count fewer holds) the lease's, and
-   * resolves with the nodes that carry it once they are a majority (or with fewer, once every node
-   * has answered).
+   * Gives the lease's fence and holds to the granting nodes that lack them; resolves with the nodes
+   * that carry them once they are a majority (or fewer, once every node has answered).
    */
   async function writeBack(name: string, ticket: string, fence: number, holds: number, grants: NodeGrant[], calls: Promise<Integers>[], adopt: Adopt) {
     const carries = (g: NodeGrant) => g.fence === fence && g.holds >= holds;
@@ -92,10 +91,8 @@ export function quorumAttempt(nodes: readonly Run[], late: LateGrants) {
   }
 
   /**
-   * Carries the lease's fence to the nodes the write-back skipped: those that were busy, and those
-   * that answered after the vote. A late grant joins the lease (with its fence), or is given back
-   * if the lease was released by then. Not awaited: the majority already carries the fence, and each
-   * more node may lose its data without a fence going back.
+   * Carries the fence to the nodes the write-back skipped: busy ones, and late grants, which join the lease
+   * or go back if it was released. Not awaited: the majority that carries it keeps fences from going back.
    */
   function carryFence(name: string, ticket: string, owner: string, fence: number, holds: number, calls: Promise<Integers>[], answers: Answer<Integers>[], adopt: Adopt) {
     calls.forEach((call, node) => {
@@ -138,18 +135,16 @@ async function acquireOn(run: Run, name: string, args: (string | number)[], owne
 }
 
 /**
- * The fence proposed to every node, from this client's clock in µs: a node that knows no higher
- * mints exactly this, so that in the usual case a majority agrees at once and needs no write-back.
- * Date.now() too: a runtime may count performance.now() from 0.
+ * This client's clock in µs, proposed to every node so that a majority usually mints the same fence
+ * and needs no write-back. Date.now() too: a runtime may count performance.now() from 0.
  */
 function proposedFence(): number {
   return Math.floor(Math.max(Date.now(), performance.timeOrigin + performance.now()) * 1000);
 }
 
 /**
- * Gives back whatever this attempt took, on every node: at once where its acquire has settled, and
- * where it is still out, once it settles (a leave sent first would find nothing to give back). A
- * node that answered busy too: a copy of the request (a retry, a duplicate) may grant there later.
+ * Gives back what this attempt took on every node, busy ones too (a retried copy may grant later),
+ * each once its acquire settles: a leave sent before would find nothing to give back.
  */
 function giveBack(nodes: readonly Run[], calls: readonly Promise<Integers>[], name: string, ticket: string): void {
   calls.forEach((call, node) => {
