@@ -46,10 +46,8 @@ const PROBLEM_MAX_BYTES = 64 * 1024;
 type Conflict = { problem: { type?: unknown; highestFence?: unknown } | null; conflict: Response };
 
 /**
- * Reads a JSON 409 far enough to tell whether it is a stale-fence problem; any other goes back as it
- * came, what was read put in front of the rest, so an endless one is never buffered. Not clone(): a
- * tee's branch cancelled while the other is read makes a later abort an unhandled rejection. Unlike
- * fetch's, a long JSON 409 dropped unread keeps its connection until the lease ends.
+ * Reads a JSON 409 just far enough to tell a stale-fence problem; any other goes back whole, never fully
+ * buffered. Not clone(): a tee branch cancelled while the other is read makes a later abort unhandled.
  */
 async function readConflict(response: Response): Promise<Conflict> {
   const reader = /^application\/(problem\+)?json/i.test(response.headers.get("content-type") ?? "") && response.body?.getReader();
@@ -59,6 +57,7 @@ async function readConflict(response: Response): Promise<Conflict> {
   for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
     seen.push(chunk.value);
     size += chunk.value.length;
+    // Unlike fetch's own, this body dropped unread keeps its connection until the lease ends.
     if (size > PROBLEM_MAX_BYTES) return { problem: null, conflict: withBody(response, seen, reader) };
   }
   let problem: Conflict["problem"] = null;
