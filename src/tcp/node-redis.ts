@@ -89,10 +89,8 @@ const TRYAGAIN_MS = 100;
 const TRYAGAIN_TIMES = 16;
 
 /**
- * A script call, sent again while its slot is being moved: Redis then answers TRYAGAIN (some of a
- * lock's keys, such as an empty queue, do not exist) without running it, and node-redis follows
- * only MOVED and ASK. A call that times out meanwhile gives back what the late script takes once
- * this has ended (requestEnded).
+ * A script call, sent again on TRYAGAIN (its slot is moving and some of its keys are not here yet, so
+ * the script did not run), which node-redis does not retry. After a timeout, giveBackAfter waits for this to end.
  */
 async function retriedWhileMoving(call: () => Promise<unknown>): Promise<unknown> {
   for (let tries = 1; ; tries++) {
