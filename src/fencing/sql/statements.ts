@@ -56,22 +56,19 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const FENCE = '"fence"';
 
 /**
- * Fences are compared and stored as integers whatever a driver's binding: SQLite sorts any number
- * below text, and D1 binds numbers as REAL, which a TEXT column rounds. A column that cannot hold
- * them (Postgres' 4-byte REAL) is caught after the write: see ACCEPTED.
+ * Fences as integers whatever a driver binds: SQLite sorts numbers below text, and D1 binds REAL, which a TEXT
+ * column rounds. A column that cannot hold them (Postgres' 4-byte REAL) is caught after the write: see ACCEPTED.
  */
 const bigint = (value: string) => `CAST(${value} AS BIGINT)`;
 
 /**
- * A row's fence as an integer, NULL as 0. Through DOUBLE PRECISION first: a TEXT column may hold
- * what an older fencelock stored there, such as '1.785000002e+15', which SQLite would cast to 1.
- * Exact on SQLite and Postgres, as fences stay below 2^53.
+ * A row's fence as an integer, NULL as 0, through DOUBLE PRECISION (exact below 2^53): SQLite would cast
+ * the TEXT '1.785000002e+15' an older fencelock stored straight to 1.
  */
 const stored = (column: string) => bigint(`CAST(COALESCE(${column}, 0) AS DOUBLE PRECISION)`);
 
-// A row back means the write was accepted. Not the count of changed rows: D1's counts rows written
-// by triggers too, and an upsert's BEFORE INSERT trigger runs even when the fence then refuses it.
-// It carries the fence as stored, which must be the one sent (see fenced-sql.ts).
+// A row back means accepted, not a changed-row count (D1's counts triggers' writes, even for a refused
+// upsert). It carries the fence as stored, which must be the one sent (see fenced-sql.ts).
 const ACCEPTED = ` RETURNING ${stored(FENCE)} AS ${FENCE}`;
 
 /** Identifiers cannot be bound, so only plain names pass, and they are quoted so keywords work too. */
