@@ -1,16 +1,14 @@
 // Fenced writes and claims run on a D1-shaped database (fencelock/sql).
 import { LockConfigError, StaleFenceError } from "../../core/errors.ts";
 import type { SqlValue } from "./expression.ts";
-import {
-  buildClaim, buildWrite, checkShape, type Built, type FencedClaim, type FencedWrite, type Placeholders, type SqlStatement,
-} from "./statements.ts";
+import type { FencedClaim, FencedWrite } from "./requests.ts";
+import { buildClaim, buildWrite, checkShape, type Built, type Placeholders, type SqlStatement } from "./statements.ts";
 
 export { sql } from "./expression.ts";
 export type { SqlExpression, SqlValue } from "./expression.ts";
 export { addFenceColumnSql } from "./statements.ts";
-export type {
-  FencedClaim, FencedRow, FencedUpdate, FencedUpsert, FencedWrite, Placeholders, SqlStatement,
-} from "./statements.ts";
+export type { FencedClaim, FencedRow, FencedUpdate, FencedUpsert, FencedWrite } from "./requests.ts";
+export type { Placeholders, SqlStatement } from "./statements.ts";
 
 /** The part of a D1 database (or any driver wrapped to look like one) that fenced writes use. */
 export interface SqlDatabase {
