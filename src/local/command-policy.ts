@@ -17,9 +17,8 @@ const REJECTED: ReadonlyMap<string, string> = new Map([
 ]);
 
 /**
- * Redis' @admin commands (`ACL CAT admin`) and MIGRATE and SWAPDB, but not their read-only
- * members (LASTSAVE, ROLE, CLIENT LIST, SLOWLOG GET...): whoever holds the token must not be able
- * to open Redis to the network (CONFIG SET bind), stop it, or reach other hosts and clients.
+ * Redis' @admin commands (`ACL CAT admin`), MIGRATE and SWAPDB, less their read-only members (ROLE, SLOWLOG GET...):
+ * the token must not let anyone open Redis to the network (CONFIG SET bind), stop it, or reach other hosts.
  */
 const ADMIN: ReadonlyMap<string, string> = new Map([
   ...words("config", "it reads or changes Redis' configuration (CONFIG SET bind or protected-mode would open Redis to the network)"),

@@ -46,9 +46,8 @@ export function createHandler(backend: Backend): (request: IncomingMessage, resp
 }
 
 /**
- * Resolves once the event loop has handled the other sockets that were readable along with this
- * reply's Redis answer: a release's handover, published on a subscriber connection, then leaves for
- * its waiter before the releaser's reply does.
+ * Resolves after the other sockets readable with this reply's Redis answer are handled, so that a release's
+ * handover (published on a subscriber connection) reaches its waiter before the releaser's reply goes out.
  */
 const otherReadsFirst = () => new Promise<void>((resolve) => setImmediate(resolve));
 

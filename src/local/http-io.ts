@@ -4,9 +4,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpError } from "./errors.ts";
 
 /**
- * Upstash's request size limit on its Free and pay-as-you-go plans. It bounds replies too: a value
- * may grow past it (APPEND), and reading it whole is then refused ("ERR max request size exceeded.
- * Limit: 10485760 bytes, Actual: …"; upstash.com/docs/redis/troubleshooting/max_request_size_exceeded).
+ * Upstash's request size limit (Free and pay-as-you-go plans), which bounds replies too: reading a value grown past it
+ * (APPEND) is refused ("ERR max request size exceeded"; upstash.com/docs/redis/troubleshooting/max_request_size_exceeded).
  */
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
 

@@ -114,9 +114,8 @@ async function giveBack(pool: ConnectionPool, subscriber: Redis, { kind, names }
 }
 
 /**
- * Subscribes one name at a time, so that each event carries the count Redis gave for that name,
- * and stops early once the stream has ended (looked at only after an answer: the stream does
- * not exist yet when the first SUBSCRIBE goes out).
+ * Subscribes one name at a time, so each event carries Redis' count for it; stops once the stream has ended,
+ * checked only after an answer (the stream does not exist yet when the first SUBSCRIBE goes out).
  */
 async function confirm(subscriber: Redis, { kind, names }: Subscription, ended: () => boolean): Promise<string[]> {
   const events: string[] = [];
