@@ -2,11 +2,10 @@
 import { LockConfigError } from "./errors.ts";
 
 /**
- * Whether a positive safe integer could be a lease's fence by now. Fences are the server's time
- * in µs when minted (acquire.lua); one an hour ahead of this clock is forged, and once stored it
- * would outrank every honest holder until that hour came. The hour covers any sane clock skew.
+ * Whether a positive safe integer could be a fence by now: fences are the server's µs (acquire.lua), so one an
+ * hour ahead of this clock (past any sane skew) is forged, and stored it would outrank every honest holder.
  */
-export function isFenceSoFar(fence: number): boolean {
+function isFenceSoFar(fence: number): boolean {
   return Number.isSafeInteger(fence) && fence > 0 && fence <= (Date.now() + 3_600_000) * 1000;
 }
 

@@ -2,7 +2,7 @@
 import { LockConfigError } from "./errors.ts";
 
 /** Longest lock or resource name accepted, in UTF-16 code units. */
-export const MAX_NAME_LENGTH = 512;
+const MAX_NAME_LENGTH = 512;
 
 /** Throws LockConfigError unless `name` is a usable lock or resource name. */
 export function checkName(name: unknown, what = "lock name"): string {
@@ -81,7 +81,7 @@ export function lockKeyList(base: string, fence?: number): string[] {
 const DIGITS = new TextEncoder().encode("0123456789abcdef");
 
 /** Lowercase hex of some bytes: the pool tokens are cut from. */
-export function toHex(bytes: Uint8Array): string {
+function toHex(bytes: Uint8Array): string {
   const codes = new Uint8Array(bytes.length * 2);
   for (let i = 0; i < codes.length; i++) codes[i] = DIGITS[(bytes[i >> 1]! >> (i & 1 ? 0 : 4)) & 15]!;
   return new TextDecoder().decode(codes);
