@@ -11,9 +11,9 @@ export interface WaitUntil {
   waitUntil(promise: Promise<unknown>): void;
 }
 
-export type ReleaseMode = "await" | "waitUntil";
+type ReleaseMode = "await" | "waitUntil";
 
-export interface GuardSettings {
+interface GuardSettings {
   waitMs: number;
   leaseMs: number | undefined;
   wake: "poll" | "push" | undefined;

@@ -5,7 +5,7 @@ interface RawJson {
 }
 
 /** A Redis reply as JSON: what goes into `{"result": ...}`. */
-export type JsonReply = string | number | RawJson | null | JsonReply[];
+type JsonReply = string | number | RawJson | null | JsonReply[];
 
 const OK = Buffer.from("OK");
 

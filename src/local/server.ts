@@ -4,13 +4,13 @@ import type { AddressInfo, Socket } from "node:net";
 import { sendJson } from "./http-io.ts";
 import { LIMIT_DEFAULTS } from "./options.ts";
 
-export interface HttpListener {
+interface HttpListener {
   url: string;
   port: number;
   close(): Promise<void>;
 }
 
-export interface ListenOptions {
+interface ListenOptions {
   host: string;
   /** 0: a free one. */
   port: number;

@@ -9,7 +9,7 @@ import { unavailable } from "./redis-failure.ts";
 import { dataEvent, EventStream, KEEP_ALIVE_MS, type OpenStreams } from "./sse.ts";
 
 /** What one request subscribes to: channels (SUBSCRIBE) or patterns (PSUBSCRIBE). */
-export interface Subscription {
+interface Subscription {
   kind: "subscribe" | "psubscribe";
   names: string[];
 }

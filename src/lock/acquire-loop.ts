@@ -10,7 +10,7 @@ import { pollWaiter, pushWaiter, type Waiter } from "../waiting/push.ts";
 import type { WakeChannel } from "../waiting/wake-channel.ts";
 
 /** What the loop needs of its lock set's options. */
-export interface LoopConfig {
+interface LoopConfig {
   /** The channel a lock's push waiters share; undefined in quorum mode, which waits by backoff. */
   readonly channelFor: ((name: string) => WakeChannel) | undefined;
   readonly leaseMs: number;

@@ -33,7 +33,7 @@ export function gather<T>(calls: readonly Promise<T>[], settled: (answers: reado
 }
 
 /** How the nodes voted: replies that pass the test, other replies, and nodes with no reply (yet). */
-export interface Tally {
+interface Tally {
   readonly ayes: number;
   readonly noes: number;
   readonly silent: number;

@@ -5,7 +5,7 @@ import type { RedisClient } from "../core/client.ts";
 import { messageOf, RequestTimeout, unavailable, unexpectedReply } from "./failures.ts";
 import type { LuaScript } from "./scripts.gen.ts";
 
-export interface RunOptions {
+interface RunOptions {
   readonly timeoutMs: number;
   /** A string (an owner token) that must never appear in an error message. */
   readonly secret?: string;

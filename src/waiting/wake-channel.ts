@@ -35,7 +35,7 @@ export interface Member {
 }
 
 /** Where a channel's streams come from, and how release.lua finds it. */
-export interface ChannelSpec {
+interface ChannelSpec {
   /** What a push ticket carries so that release.lua publishes here (see wake-channels.ts). */
   readonly address: string;
   /** A new stream on the channel; undefined where the client cannot open one. */

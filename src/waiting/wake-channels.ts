@@ -4,7 +4,7 @@ import { newToken } from "../core/keys.ts";
 import { ON_WORKERS, wakeChannel, type WakeChannel } from "./wake-channel.ts";
 
 /** The wake channel of the lock whose lock key is given. */
-export type ChannelFor = (lockKey: string) => WakeChannel;
+type ChannelFor = (lockKey: string) => WakeChannel;
 
 /**
  * A lock set's wake channels. With `ssubscribe` (Redis Cluster), each lock waited on gets a shard
