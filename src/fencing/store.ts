@@ -59,15 +59,7 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
       await fenceAt(resource, checkFence(fence, "claim"));
     },
     async write(resource, value, fence) {
-      let text: string | undefined;
-      let why = `got ${typeof value}`;
-      try {
-        text = JSON.stringify(value);
-      } catch (error) {
-        // A BigInt, a cycle or a throwing toJSON, at any depth: its own words say which.
-        why = `JSON.stringify refused it: ${messageOf(error).split("\n")[0]}`;
-      }
-      if (text === undefined) throw new LockConfigError("value", [`expected a JSON value without cycles or BigInts, ${why}`]);
+      const text = jsonText(value);
       await fenceAt(resource, checkFence(fence, "write"), [text]);
     },
     async read<T>(resource: string, options?: { fence?: number }) {
@@ -75,6 +67,20 @@ export function createFencedStore(options: FencedStoreOptions): FencedStore {
       return decode<T>(await fenceAt(resource, fence === undefined ? undefined : checkFence(fence, "read")));
     },
   };
+}
+
+/** `value` as JSON text; LockConfigError for what JSON cannot hold. */
+function jsonText(value: unknown): string {
+  let text: string | undefined;
+  let why = `got ${typeof value}`;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    // A BigInt, a cycle or a throwing toJSON, at any depth: its own words say which.
+    why = `JSON.stringify refused it: ${messageOf(error).split("\n")[0]}`;
+  }
+  if (text === undefined) throw new LockConfigError("value", [`expected a JSON value without cycles or BigInts, ${why}`]);
+  return text;
 }
 
 // Checks passed, per client: a store made per request costs the check once per client. Only the
