@@ -47,6 +47,27 @@ describe("an aborted call while Redis is too slow to answer", () => {
   });
 });
 
+describe("a call aborted while its granting attempt is out", () => {
+  it.each(["acquire", "tryAcquire"] as const)("%s rejects with the signal's reason, and gives the hold back", async (method) => {
+    const prefix = uniquePrefix("abort-grant");
+    const real = upstash();
+    await real.scriptLoad(scripts.acquire.text);
+    const controller = new AbortController();
+    // Redis grants the lock; the caller aborts before the reply reaches it.
+    const abortingOnGrant: RedisClient = {
+      evalsha: async (sha, keys, args) => {
+        const reply = await real.evalsha(sha, keys, args);
+        if (sha === scriptSha1(scripts.acquire)) controller.abort(new Error("client went away"));
+        return reply;
+      },
+      eval: (text, keys, args) => real.eval(text, keys, args),
+    };
+    const outcome = await createLocks({ redis: abortingOnGrant, prefix })[method]("job", { signal: controller.signal }).catch((error: unknown) => error);
+    expect(outcome).toBe(controller.signal.reason);
+    expect((await lockSet(prefix).inspect("job")).held).toBe(false);
+  });
+});
+
 describe("a call that gives up its place in line", () => {
   // As a call gives up, its process often shuts down: the EVAL after a NOSCRIPT might never go.
   it("sends its leave in one request, as text, never EVALSHA first", async () => {
