@@ -105,8 +105,13 @@ const stillOut = new WeakMap<object, Promise<void>>();
  */
 export function giveBackAfter(error: unknown, giveBack: () => Promise<unknown>): Promise<unknown> {
   const now = giveBack();
-  const out = typeof error == "object" && error && stillOut.get(error);
+  const out = requestEnd(error);
   return out ? Promise.all([now, out.then(giveBack)]) : now;
+}
+
+/** For a call that timed out, the end of its request, which the client may still be sending. */
+export function requestEnd(error: unknown): Promise<void> | undefined {
+  return typeof error == "object" && error ? stillOut.get(error) : undefined;
 }
 
 /** Sends a request and hands on its outcome; a client that throws at once fails as one that rejects. */
