@@ -17,7 +17,8 @@ describe("validity on the client", () => {
     // A resumed lease heartbeats with the lock set's leaseMs, which may be shorter too.
     await createLocks({ redis: upstash(), prefix, leaseMs: 200 }).resume(outer).heartbeat();
     await sleep(400);
-    expect(outer.remainingMs()).toBeGreaterThan(9_000);
+    // Cut short, it would have lapsed by now; a loaded machine may take seconds over the requests above.
+    expect(outer.remainingMs()).toBeGreaterThan(5_000);
     expect(await createLocks({ redis: upstash(), prefix }).tryAcquire("job")).toBeNull();
     expect(await outer.release()).toBe("released");
   });
