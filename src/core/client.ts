@@ -2,7 +2,7 @@
 
 /**
  * The two calls fencelock needs from a Redis client. `new Redis(...)` from
- * `@upstash/redis` fits it as is; so does any client with the same two methods.
+ * `@upstash/redis` fits it as is; so does any client with the same two methods, if every call settles.
  */
 export interface RedisClient {
   evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;

@@ -2,7 +2,8 @@
 import type { LockBackend } from "../core/backend.ts";
 import { LockConfigError, LockUnavailableError } from "../core/errors.ts";
 import { nodeRunner, type NodeConfig, type Run } from "../redis/node-runner.ts";
-import { requestEnd } from "../redis/run-script.ts";
+import { requestEnd, unsent } from "../redis/run-script.ts";
+import * as scripts from "../redis/scripts.gen.ts";
 import { quorumAttempt } from "./acquire.ts";
 import { quorumInspect } from "./inspect.ts";
 import { LateGrants } from "./late-grants.ts";
@@ -27,6 +28,7 @@ export function quorum(configs: readonly NodeConfig[]): LockBackend {
 
 /** Requests to one node that may be out past timeoutMs at once: a hung node's would pile up without end. */
 const MAX_OVERDUE = 100;
+const SHUT_OUT = `${MAX_OVERDUE} requests to it are unanswered past timeoutMs; none is sent until one ends.`;
 
 /**
  * A node's calls. The others carry on without a node that fails, and nobody would know: a
@@ -35,13 +37,35 @@ const MAX_OVERDUE = 100;
  */
 function guarded(run: Run, node: number): Run {
   let warned = false;
+  let warnedAt = -Infinity;
   let overdue = 0;
-  return (...args) => {
-    if (overdue >= MAX_OVERDUE) return Promise.reject(new LockUnavailableError(`${MAX_OVERDUE} requests to it are unanswered; none is sent until one ends.`));
+  // Owners with requests out past timeoutMs here, and their releases not sent meanwhile: a heartbeat
+  // still out extends the hold when the node resumes, so the release must follow it.
+  const owners = new Map<string, number>();
+  const releases: Parameters<Run>[] = [];
+  const ended = (owner: string) => {
+    const left = owners.get(owner)! - 1;
+    if (left) owners.set(owner, left);
+    else owners.delete(owner);
+    if (--overdue < MAX_OVERDUE) releases.splice(0).forEach((args) => guard(...args).catch(() => undefined));
+  };
+  const guard: Run = (...args) => {
+    const [script, , , owner] = args;
+    if (overdue >= MAX_OVERDUE) {
+      if (script === scripts.release && owners.has(owner)) releases.push(args);
+      return Promise.reject(unsent(new LockUnavailableError(SHUT_OUT)));
+    }
     return run(...args).catch((error: unknown) => {
       const end = requestEnd(error);
-      if (end && ++overdue === MAX_OVERDUE) console.warn(`fencelock: redis[${node}] has ${MAX_OVERDUE} requests unanswered past timeoutMs; it is sent nothing until one ends`);
-      void end?.then(() => overdue--);
+      if (end) {
+        owners.set(owner, (owners.get(owner) ?? 0) + 1);
+        // At most once a minute: a slow node, not hung, comes and goes.
+        if (++overdue >= MAX_OVERDUE && performance.now() - warnedAt > 60_000) {
+          warnedAt = performance.now();
+          console.warn(`fencelock: redis[${node}]: ${SHUT_OUT}`);
+        }
+        void end.then(() => ended(owner));
+      }
       if (error instanceof LockConfigError && !warned) {
         warned = true;
         console.warn(`fencelock: redis[${node}] is left out until fixed: ${error.message}`);
@@ -49,4 +73,5 @@ function guarded(run: Run, node: number): Run {
       throw error;
     });
   };
+  return guard;
 }

@@ -104,9 +104,19 @@ const stillOut = new WeakMap<object, Promise<void>>();
  * once when only the reply was late; the second catches a request that lands after the first.
  */
 export function giveBackAfter(error: unknown, giveBack: () => Promise<unknown>): Promise<unknown> {
+  // A call never sent took nothing.
+  if (notSent.has(error as object)) return Promise.resolve();
   const now = giveBack();
   const out = requestEnd(error);
   return out ? Promise.all([now, out.then(giveBack)]) : now;
+}
+
+const notSent = new WeakSet<object>();
+
+/** Marks the error of a call that was refused before anything was sent. */
+export function unsent(error: Error): Error {
+  notSent.add(error);
+  return error;
 }
 
 /** For a call that timed out, the end of its request, which the client may still be sending. */
