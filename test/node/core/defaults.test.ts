@@ -7,9 +7,9 @@ import { expect, it } from "vitest";
 import { createLocks, LockConfigError, LockUnavailableError } from "../../../src/index.ts";
 import { uniquePrefix, upstash } from "../../support/upstash.ts";
 
-it("acquire() waits up to 5 s by default: it gets a lock whose holder's lease ends in 2.5 s", async () => {
+it("acquire() waits up to 5 s by default: it gets a lock whose holder's lease ends in 3.5 s", async () => {
   const prefix = uniquePrefix("default-wait");
-  await createLocks({ redis: upstash(), prefix, leaseMs: 2_500 }).acquire("job");
+  await createLocks({ redis: upstash(), prefix, leaseMs: 3_500 }).acquire("job");
   const lease = await createLocks({ redis: upstash(), prefix }).acquire("job");
   expect(lease.fence).toBeGreaterThan(0);
   await lease.release();
@@ -29,7 +29,9 @@ it("gives up on a Redis that never answers after 3 s by default", async () => {
       new Promise((resolve) => setTimeout(() => resolve("no answer after 20 s"), 20_000)),
     ]);
     expect(outcome).toBeInstanceOf(LockUnavailableError);
+    // 3 s, not 2 or 10: a loaded machine may run the timer late, not early.
     expect(performance.now() - started).toBeGreaterThan(2_500);
+    expect(performance.now() - started).toBeLessThan(8_000);
   } finally {
     open.forEach((response) => response.destroy());
     await new Promise((resolve) => silent.close(resolve));

@@ -14,4 +14,8 @@ it("keeps a lock's last fence for 60 s past its lease, not only as long as the l
   await sleep(1_300); // the lease lapses
   expect(await locks.inspect("job")).toMatchObject({ held: false, fence: lease.fence });
   expect(await upstash().pttl(lockKeys(prefix, "job").fence)).toBeGreaterThan(55_000);
+  // Past the lease, not a flat minute: a 10 s lease's record lives 70 s.
+  const long = await locks.acquire("long", { leaseMs: 10_000 });
+  expect(await upstash().pttl(lockKeys(prefix, "long").fence)).toBeGreaterThan(65_000);
+  await long.release();
 });
