@@ -1,10 +1,9 @@
 // The documented defaults and limits a user leans on without setting them (api.md): acquire() waits
 // 5 s, a Redis request gets 3 s, and lock names may be 512 characters.
-import { createServer, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { Redis } from "@upstash/redis";
 import { expect, it } from "vitest";
 import { createLocks, LockConfigError, LockUnavailableError } from "../../../src/index.ts";
+import { startSilentServer } from "../../support/silent-server.ts";
 import { uniquePrefix, upstash } from "../../support/upstash.ts";
 
 it("acquire() waits up to 5 s by default: it gets a lock whose holder's lease ends in 3.5 s", async () => {
@@ -16,12 +15,9 @@ it("acquire() waits up to 5 s by default: it gets a lock whose holder's lease en
 });
 
 it("gives up on a Redis that never answers after 3 s by default", async () => {
-  const open: ServerResponse[] = [];
-  const silent = createServer((_request, response) => void open.push(response));
-  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  const silent = await startSilentServer();
   try {
-    const { port } = silent.address() as AddressInfo;
-    const redis = new Redis({ url: `http://127.0.0.1:${port}`, token: "t", enableTelemetry: false });
+    const redis = new Redis({ url: silent.url, token: "t", enableTelemetry: false });
     const started = performance.now();
     // Far below a 30 s default, far above 3 s on a busy machine.
     const outcome = await Promise.race([
@@ -33,8 +29,7 @@ it("gives up on a Redis that never answers after 3 s by default", async () => {
     expect(performance.now() - started).toBeGreaterThan(2_500);
     expect(performance.now() - started).toBeLessThan(8_000);
   } finally {
-    open.forEach((response) => response.destroy());
-    await new Promise((resolve) => silent.close(resolve));
+    await silent.close();
   }
 }, 30_000);
 

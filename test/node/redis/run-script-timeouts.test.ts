@@ -1,24 +1,17 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLocks, LockTimeoutError, LockUnavailableError } from "../../../src/index.ts";
 import { delayingResponses, withFetch } from "../../support/fetch-wrappers.ts";
 import { failure, locksAt } from "../../support/failure.ts";
+import { startSilentServer, type SilentServer } from "../../support/silent-server.ts";
 import { until } from "../../support/until.ts";
 import { uniquePrefix, upstash } from "../../support/upstash.ts";
 
-/** A server that accepts requests and never answers: a Redis endpoint that hangs. */
-let silent: Server;
-let silentUrl: string;
+/** A Redis endpoint that hangs. */
+let silent: SilentServer;
 beforeAll(async () => {
-  silent = createServer(() => undefined);
-  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
-  silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+  silent = await startSilentServer();
 });
-afterAll(() => {
-  silent.closeAllConnections();
-  silent.close();
-});
+afterAll(() => silent.close());
 
 describe("a Redis that is down or slow", () => {
   it("reports a refused connection as LockUnavailableError, not as busy, and fast", async () => {
@@ -39,7 +32,7 @@ describe("a Redis that is down or slow", () => {
   });
 
   it("reports a hanging endpoint after timeoutMs", async () => {
-    const { error, ms } = await failure(locksAt(silentUrl, "token").tryAcquire("job"));
+    const { error, ms } = await failure(locksAt(silent.url, "token").tryAcquire("job"));
     expect(error).toBeInstanceOf(LockUnavailableError);
     expect(error.message).toMatch(/acquire failed \(no answer within 1000ms, timeoutMs\); check the Redis URL, token and network\./);
     expect(ms).toBeGreaterThanOrEqual(950);

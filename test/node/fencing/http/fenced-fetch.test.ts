@@ -1,12 +1,13 @@
 // fencedFetch on the client side: the lease's fence sent, a stale answer turned into
 // StaleFenceError, and fetch's own behaviour (headers, signals, other 409s) kept.
-import { createServer, type ServerResponse } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { createLocks, LockLostError, StaleFenceError } from "../../../../src/index.ts";
 import { fencedFetch } from "../../../../src/http.ts";
 import { withFetch } from "../../../support/fetch-wrappers.ts";
 import { blobService } from "../../../support/blob-service.ts";
+import { startSilentServer } from "../../../support/silent-server.ts";
 import { uniquePrefix, upstash } from "../../../support/upstash.ts";
 
 describe("fencedFetch", () => {
@@ -140,19 +141,15 @@ describe("fencedFetch", () => {
     await expect(fencedFetch(lease, "http://blobs.test/never")).rejects.toThrow(/released/);
   });
   it("aborts a request that has a signal of its own too, once the lease lapses", async () => {
-    const open: ServerResponse[] = [];
-    const silent = createServer((_request, response) => void open.push(response)); // never answers
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const silent = await startSilentServer();
     try {
-      const { port } = silent.address() as AddressInfo;
       const lease = await createLocks({ redis: upstash(), prefix: uniquePrefix("ff-signal"), leaseMs: 500 }).acquire("blob");
       const own = new AbortController(); // the caller's, never aborted
-      const answer = fencedFetch(lease, `http://127.0.0.1:${port}/blob`, { method: "PUT", body: "v", signal: own.signal }).catch((e: unknown) => e);
+      const answer = fencedFetch(lease, `${silent.url}/blob`, { method: "PUT", body: "v", signal: own.signal }).catch((e: unknown) => e);
       const late = new Promise((resolve) => setTimeout(() => resolve("still waiting 10 s after the lease lapsed"), 10_500));
       expect(await Promise.race([answer, late])).toBeInstanceOf(LockLostError);
     } finally {
-      open.forEach((response) => response.destroy());
-      await new Promise((resolve) => silent.close(resolve));
+      await silent.close();
     }
   }, 20_000);
 });
